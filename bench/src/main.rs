@@ -1,0 +1,2 @@
+//! Side-by-side benchmark runner.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Userspace WAN link emulator between network namespaces.

@@ -1,0 +1,1 @@
+//! Sans-IO GridFTP control-channel codec, MODE E block codec and markers.

@@ -1,0 +1,1 @@
+//! GridFTP server (haul serve).

@@ -1,0 +1,1 @@
+//! SQLite history of every haul transfer.

@@ -1,0 +1,1 @@
+//! Data channels: one trait, with TCP (MODE E / stream) implementations.

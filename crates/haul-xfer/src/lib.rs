@@ -1,0 +1,1 @@
+//! Transfer engine: datasets, concurrency, parallelism, pipelining, checksums, restart.
