@@ -1,5 +1,7 @@
 //! The `haul` command line: argument parsing, progress display and wiring. No protocol logic.
 
+mod cmd;
+
 use clap::{Parser, Subcommand};
 
 /// Move big data over long, fast networks, tuned automatically.
@@ -11,9 +13,34 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {}
+enum Command {
+    /// Serve a directory tree over GridFTP (and haul's TLS dialect).
+    Serve(cmd::serve::Args),
+    /// Copy files or trees between local paths and GridFTP / haul servers.
+    Cp(cmd::cp::Args),
+    /// Run haul's main job on an embedded default: a loopback server, a sample dataset, a verified transfer.
+    Demo(cmd::demo::Args),
+    /// List and filter the history of transfers.
+    History(cmd::history::Args),
+    /// Emulate wide-area links between network namespaces.
+    Netem(cmd::netem::Args),
+}
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    cmd::init_tracing();
+    let result = match cli.command {
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Cp(a) => cmd::cp::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::History(a) => cmd::history::run(a),
+        Command::Netem(a) => cmd::netem::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("haul: error: {e:#}");
+            cmd::exit_code_for(&e)
+        }
+    }
 }
