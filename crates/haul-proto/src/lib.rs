@@ -1,1 +1,19 @@
-//! Sans-IO GridFTP control-channel codec, MODE E block codec and markers.
+//! Sans-IO GridFTP protocol core: control-channel command and reply codecs (RFC 959, 2389,
+//! 3659, 4217, GFD.020), the MODE E block codec, restart / performance markers and host-port
+//! formats. Nothing here touches a socket; the IO layers feed bytes in and write bytes out.
+
+pub mod command;
+pub mod hostport;
+pub mod line;
+pub mod markers;
+pub mod mode_e;
+pub mod reply;
+
+pub use command::{Command, CommandError};
+pub use line::{LineBuffer, LineError};
+pub use markers::{PerfMarker, RangeSet};
+pub use mode_e::{BlockDecoder, BlockEvent, Descriptor, Header, ModeEError, HEADER_LEN};
+pub use reply::{Reply, ReplyError, ReplyParser};
+
+/// Longest control-channel line haul accepts, in bytes, including CRLF.
+pub const MAX_LINE: usize = 8192;
