@@ -1,1 +1,34 @@
-//! Data channels: one trait, with TCP (MODE E / stream) implementations.
+//! Data channels: how bytes of one file move between two hosts once the control channel has
+//! agreed on the method. Blocking threads on the hot path, one per TCP stream, reading and
+//! writing by offset so blocks may be placed out of order.
+//!
+//! - [`socket`]: TCP connection set-up with buffer sizes applied before connect/listen.
+//! - [`io`]: byte sources and sinks addressed by offset (files, the zero source, the null sink).
+//! - [`mode_e`]: GridFTP MODE E over N parallel connections, sender and receiver.
+//! - [`stream`]: RFC 959 stream mode over one connection.
+
+pub mod io;
+pub mod mode_e;
+pub mod socket;
+pub mod stream;
+
+use std::io::{Read, Write};
+
+/// A connected data stream (plain TCP, or TLS over TCP).
+pub trait DataStream: Read + Write + Send {
+    /// Shuts the write half so the peer sees end of stream.
+    fn shutdown_write(&mut self) -> std::io::Result<()>;
+}
+
+impl DataStream for std::net::TcpStream {
+    fn shutdown_write(&mut self) -> std::io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+/// A boxed data stream, as kept in a session's connection pool.
+pub type Conn = Box<dyn DataStream>;
+
+/// Default MODE E block size: large enough that the 17-byte header and per-block syscalls
+/// vanish, small enough to spread a file across streams.
+pub const DEFAULT_BLOCK: usize = 1 << 20;

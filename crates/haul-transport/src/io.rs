@@ -1,0 +1,64 @@
+//! Byte sources and sinks addressed by offset, shared by every stream thread of a transfer.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Where a sender reads file bytes from.
+pub trait Source: Sync {
+    /// Fills `buf` from `offset`; returns the bytes read (0 at end of data).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+/// Where a receiver places file bytes.
+pub trait Sink: Sync {
+    /// Writes all of `buf` at `offset`.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+}
+
+impl Source for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+}
+
+impl Sink for File {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        FileExt::write_all_at(self, buf, offset)
+    }
+}
+
+/// An endless source of zero bytes (GridFTP servers expose it as `/dev/zero`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Zero;
+
+impl Source for Zero {
+    fn read_at(&self, buf: &mut [u8], _offset: u64) -> io::Result<usize> {
+        buf.fill(0);
+        Ok(buf.len())
+    }
+}
+
+/// A sink that discards everything (GridFTP servers expose it as `/dev/null`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Null;
+
+impl Sink for Null {
+    fn write_at(&self, _buf: &[u8], _offset: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`, failing if the source ends first (the file
+/// shrank while it was being sent).
+pub fn read_exact_at(src: &dyn Source, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = src.read_at(buf, offset)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("source ended at offset {offset}")));
+        }
+        buf = &mut buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}

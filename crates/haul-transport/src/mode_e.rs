@@ -1,0 +1,321 @@
+//! GridFTP MODE E over parallel connections (GFD.020 §3). The sender splits the requested byte
+//! ranges into blocks that stream threads take in turn, so a fast stream carries more blocks;
+//! the receiver places each block by its offset, and knows the transfer is complete when it has
+//! seen as many EODs as the EOF block announced. Connections survive a transfer unless the
+//! sender set CLOSE, so a session can reuse them for the next file.
+
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use haul_proto::mode_e::{Descriptor, Header, HEADER_LEN};
+use haul_proto::RangeSet;
+
+use crate::io::{read_exact_at, Sink, Source};
+use crate::Conn;
+
+/// Live counters of one transfer, read by the engine for throughput samples and restart markers.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Payload bytes moved so far.
+    pub bytes: AtomicU64,
+    /// Ranges the receiver has written (empty on the sending side).
+    pub ranges: Mutex<RangeSet>,
+}
+
+impl Progress {
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// A copy of the ranges written so far.
+    pub fn ranges(&self) -> RangeSet {
+        self.ranges.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// Hands out blocks of the requested ranges to sender threads.
+struct Cursor {
+    ranges: Vec<(u64, u64)>,
+    idx: usize,
+    at: u64,
+    block: u64,
+}
+
+impl Cursor {
+    fn next(&mut self) -> Option<(u64, usize)> {
+        while self.idx < self.ranges.len() {
+            let (s, e) = self.ranges[self.idx];
+            let at = self.at.max(s);
+            if at < e {
+                let n = (e - at).min(self.block);
+                self.at = at + n;
+                return Some((at, n as usize));
+            }
+            self.idx += 1;
+        }
+        None
+    }
+}
+
+/// Sends `ranges` of `src` over every connection in `conns`, then an EOD on each and one EOF
+/// announcing `conns.len()` EODs. With `close`, each EOD also carries CLOSE and the write half is
+/// shut, so the connections cannot be reused.
+pub fn send(
+    conns: &mut [Conn],
+    src: &dyn Source,
+    ranges: &[(u64, u64)],
+    block: usize,
+    progress: &Progress,
+    close: bool,
+) -> io::Result<()> {
+    if conns.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "MODE E send needs at least one data connection"));
+    }
+    let block = block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize);
+    let cursor = Mutex::new(Cursor { ranges: ranges.to_vec(), idx: 0, at: 0, block: block as u64 });
+    let abort = AtomicBool::new(false);
+    let eods = conns.len() as u64;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .iter_mut()
+            .enumerate()
+            .map(|(i, conn)| {
+                let (cursor, abort) = (&cursor, &abort);
+                s.spawn(move || {
+                    let r = send_one(conn.as_mut(), src, cursor, abort, progress, block, i == 0, eods, close);
+                    if r.is_err() {
+                        abort.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let mut first_err = None;
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| Err(io::Error::other("sender thread panicked")));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_one(
+    conn: &mut dyn crate::DataStream,
+    src: &dyn Source,
+    cursor: &Mutex<Cursor>,
+    abort: &AtomicBool,
+    progress: &Progress,
+    block: usize,
+    first: bool,
+    eods: u64,
+    close: bool,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; HEADER_LEN + block];
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            return Err(io::Error::other("transfer aborted by another stream"));
+        }
+        let next = cursor.lock().map_err(|_| io::Error::other("cursor poisoned"))?.next();
+        let Some((offset, n)) = next else { break };
+        read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
+        buf[..HEADER_LEN].copy_from_slice(&Header::data(offset, n as u64).encode());
+        conn.write_all(&buf[..HEADER_LEN + n])?;
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    let close_bit = if close { Descriptor::CLOSE } else { 0 };
+    let mut last = if first { Header::eof(eods, true) } else { Header::eod() };
+    last.descriptor.0 |= close_bit;
+    conn.write_all(&last.encode())?;
+    conn.flush()?;
+    if close {
+        conn.shutdown_write()?;
+    }
+    Ok(())
+}
+
+/// Accepts further data connections while a receive is running (the passive side).
+pub trait Acceptor: Sync {
+    /// Waits up to `wait` for one more connection; Ok(None) when none arrived.
+    fn accept(&self, wait: Duration) -> io::Result<Option<Conn>>;
+}
+
+/// What a finished receive leaves behind.
+pub struct Received {
+    /// Connections that may carry the next transfer (those the sender did not close).
+    pub reusable: Vec<Conn>,
+}
+
+#[derive(Default)]
+struct RecvState {
+    eods: u64,
+    expected: Option<u64>,
+    readers: usize,
+    error: Option<io::Error>,
+}
+
+impl RecvState {
+    fn done(&self) -> bool {
+        self.error.is_some() || self.expected.is_some_and(|e| self.eods >= e)
+    }
+}
+
+/// Receives one MODE E transfer into `sink` from the connections in `conns` plus any that
+/// `acceptor` yields, until the announced number of EODs has arrived. `max_len`, when known,
+/// bounds where blocks may land.
+pub fn receive(
+    conns: Vec<Conn>,
+    acceptor: Option<&dyn Acceptor>,
+    sink: &dyn Sink,
+    progress: &Progress,
+    max_len: Option<u64>,
+    block: usize,
+) -> io::Result<Received> {
+    let state = Mutex::new(RecvState::default());
+    let cv = Condvar::new();
+    let kept = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        let spawn = |conn: Conn| {
+            if let Ok(mut st) = state.lock() {
+                st.readers += 1;
+            }
+            let (state, cv, kept) = (&state, &cv, &kept);
+            s.spawn(move || {
+                let r = recv_one(conn, sink, progress, max_len, block, state, cv);
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                st.readers -= 1;
+                match r {
+                    Ok(Some(c)) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(c),
+                    Ok(None) => {}
+                    Err(e) => {
+                        st.error.get_or_insert(e);
+                    }
+                }
+                cv.notify_all();
+            });
+        };
+        for c in conns {
+            spawn(c);
+        }
+        loop {
+            {
+                let st = state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.done() {
+                    break;
+                }
+                if acceptor.is_none() {
+                    if st.readers == 0 {
+                        drop(st);
+                        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                        st.error.get_or_insert_with(|| {
+                            io::Error::new(io::ErrorKind::UnexpectedEof, "data connections ended before every EOD arrived")
+                        });
+                        break;
+                    }
+                    let _unused = cv.wait_timeout(st, Duration::from_millis(200));
+                    continue;
+                }
+            }
+            if let Some(a) = acceptor {
+                match a.accept(Duration::from_millis(20)) {
+                    Ok(Some(c)) => spawn(c),
+                    Ok(None) => {}
+                    Err(e) => {
+                        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                        st.error.get_or_insert(e);
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let st = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = st.error {
+        return Err(e);
+    }
+    Ok(Received { reusable: kept.into_inner().unwrap_or_else(|p| p.into_inner()) })
+}
+
+fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADER_LEN]>> {
+    let mut h = [0u8; HEADER_LEN];
+    let mut have = 0;
+    while have < HEADER_LEN {
+        match conn.read(&mut h[have..]) {
+            Ok(0) if have == 0 => return Ok(None),
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed inside a MODE E header"))
+            }
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(h))
+}
+
+/// Reads one connection until its EOD; returns it for reuse unless the sender closed it.
+fn recv_one(
+    mut conn: Conn,
+    sink: &dyn Sink,
+    progress: &Progress,
+    max_len: Option<u64>,
+    block: usize,
+    state: &Mutex<RecvState>,
+    cv: &Condvar,
+) -> io::Result<Option<Conn>> {
+    let mut buf = vec![0u8; block.clamp(4096, 4 << 20)];
+    loop {
+        if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
+            return Ok(None);
+        }
+        let Some(raw) = read_header(conn.as_mut())? else {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed before its EOD"));
+        };
+        let h = Header::decode(&raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if let Some(n) = h.eod_count() {
+            let mut st = state.lock().map_err(|_| io::Error::other("state poisoned"))?;
+            match st.expected {
+                Some(prev) if prev != n => {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, format!("conflicting EOD counts {prev} and {n}")))
+                }
+                _ => st.expected = Some(n),
+            }
+            cv.notify_all();
+        } else if h.count > 0 {
+            if let Some(len) = max_len {
+                if h.offset + h.count > len {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("MODE E block {}+{} lies beyond the expected length {len}", h.offset, h.count),
+                    ));
+                }
+            }
+            let mut left = h.count;
+            let mut at = h.offset;
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                conn.read_exact(&mut buf[..n]).map_err(|e| {
+                    io::Error::new(e.kind(), format!("MODE E block at offset {at} truncated: {e}"))
+                })?;
+                sink.write_at(&buf[..n], at)?;
+                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                at += n as u64;
+                left -= n as u64;
+            }
+            if let Ok(mut r) = progress.ranges.lock() {
+                r.insert(h.offset, h.offset + h.count);
+            }
+        }
+        if h.descriptor.has(Descriptor::EOD) {
+            let mut st = state.lock().map_err(|_| io::Error::other("state poisoned"))?;
+            st.eods += 1;
+            cv.notify_all();
+            return Ok((!h.descriptor.has(Descriptor::CLOSE)).then_some(conn));
+        }
+    }
+}

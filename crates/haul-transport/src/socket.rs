@@ -1,0 +1,58 @@
+//! TCP set-up for data connections. Buffer sizes are set before `connect` / `listen` so the
+//! kernel can negotiate a window scale large enough for long fat paths.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+fn new_socket(addr: &SocketAddr, buffer: Option<usize>) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(b) = buffer {
+        s.set_send_buffer_size(b)?;
+        s.set_recv_buffer_size(b)?;
+    }
+    Ok(s)
+}
+
+/// Opens a data connection to `addr` with the given socket buffer size (None: kernel autotuning).
+pub fn connect(addr: SocketAddr, buffer: Option<usize>, timeout: Duration) -> io::Result<TcpStream> {
+    let s = new_socket(&addr, buffer)?;
+    s.connect_timeout(&addr.into(), timeout)
+        .map_err(|e| io::Error::new(e.kind(), format!("data connection to {addr}: {e}")))?;
+    s.set_nodelay(true)?;
+    Ok(s.into())
+}
+
+/// Listens on `ip` with an ephemeral port (or the given one) and the given buffer size.
+pub fn listen(addr: SocketAddr, buffer: Option<usize>) -> io::Result<TcpListener> {
+    let s = new_socket(&addr, buffer)?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into()).map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+    s.listen(128)?;
+    Ok(s.into())
+}
+
+/// Accepts one connection, giving up after `timeout`.
+pub fn accept_timeout(l: &TcpListener, timeout: Duration) -> io::Result<(TcpStream, SocketAddr)> {
+    let deadline = std::time::Instant::now() + timeout;
+    l.set_nonblocking(true)?;
+    let r = loop {
+        match l.accept() {
+            Ok(c) => break Ok(c),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if std::time::Instant::now() >= deadline {
+                    break Err(io::Error::new(io::ErrorKind::TimedOut, "no data connection arrived in time"));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    l.set_nonblocking(false)?;
+    let (c, a) = r?;
+    c.set_nonblocking(false)?;
+    c.set_nodelay(true)?;
+    Ok((c, a))
+}

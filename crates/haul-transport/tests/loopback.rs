@@ -1,0 +1,148 @@
+//! MODE E and stream mode over real loopback TCP connections.
+
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use haul_transport::io::Sink;
+use haul_transport::mode_e::{self, Acceptor, Progress};
+use haul_transport::{socket, stream, Conn};
+use rand::{Rng, SeedableRng};
+
+struct ListenAcceptor(TcpListener);
+
+impl Acceptor for ListenAcceptor {
+    fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
+        match socket::accept_timeout(&self.0, wait) {
+            Ok((c, _)) => Ok(Some(Box::new(c))),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| r.gen()).collect()
+}
+
+struct Mem(std::sync::Mutex<Vec<u8>>);
+
+impl Sink for Mem {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        let mut v = self.0.lock().unwrap();
+        let end = offset as usize + buf.len();
+        if v.len() < end {
+            v.resize(end, 0);
+        }
+        v[offset as usize..end].copy_from_slice(buf);
+        Ok(())
+    }
+}
+
+struct Slice(Vec<u8>);
+
+impl haul_transport::io::Source for Slice {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let o = (offset as usize).min(self.0.len());
+        let n = buf.len().min(self.0.len() - o);
+        buf[..n].copy_from_slice(&self.0[o..o + n]);
+        Ok(n)
+    }
+}
+
+#[test]
+fn mode_e_parallel_with_reuse() {
+    let l = socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let addr = l.local_addr().unwrap();
+    let acceptor = ListenAcceptor(l);
+    let streams = 4;
+    let files = [data(3_000_017, 1), data(65_536, 2), data(0, 3)];
+    let sender = std::thread::spawn(move || {
+        let mut conns: Vec<Conn> = (0..streams)
+            .map(|_| Box::new(socket::connect(addr, None, Duration::from_secs(5)).unwrap()) as Conn)
+            .collect();
+        for (i, f) in files.iter().enumerate() {
+            let p = Progress::default();
+            let last = i + 1 == files.len();
+            mode_e::send(&mut conns, &Slice(f.clone()), &[(0, f.len() as u64)], 64 * 1024, &p, last).unwrap();
+            assert_eq!(p.bytes(), f.len() as u64);
+        }
+        files
+    });
+    let mut pool = Vec::new();
+    let mut got = Vec::new();
+    for i in 0..3 {
+        let sink = Mem(Default::default());
+        let p = Progress::default();
+        let acc: Option<&dyn Acceptor> = if i == 0 { Some(&acceptor) } else { None };
+        let r = mode_e::receive(std::mem::take(&mut pool), acc, &sink, &p, None, 64 * 1024).unwrap();
+        pool = r.reusable;
+        got.push((sink.0.into_inner().unwrap(), p.ranges()));
+    }
+    let files = sender.join().unwrap();
+    for ((bytes, ranges), f) in got.iter().zip(files.iter()) {
+        assert_eq!(bytes, f);
+        assert!(ranges.covers(f.len() as u64));
+    }
+    assert!(pool.is_empty(), "the last transfer closed its connections");
+}
+
+#[test]
+fn mode_e_partial_ranges_only() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let f = data(1_000_000, 7);
+    let src = f.clone();
+    let t = std::thread::spawn(move || {
+        let mut conns: Vec<Conn> = vec![Box::new(TcpStream::connect(addr).unwrap())];
+        let p = Progress::default();
+        mode_e::send(&mut conns, &Slice(src), &[(100, 5000), (900_000, 1_000_000)], 4096, &p, true).unwrap();
+        p.bytes()
+    });
+    let (c, _) = l.accept().unwrap();
+    let sink = Mem(Default::default());
+    let p = Progress::default();
+    mode_e::receive(vec![Box::new(c)], None, &sink, &p, Some(1_000_000), 4096).unwrap();
+    assert_eq!(t.join().unwrap(), 4900 + 100_000);
+    assert_eq!(p.ranges().ranges(), &[(100, 5000), (900_000, 1_000_000)]);
+    let got = sink.0.into_inner().unwrap();
+    assert_eq!(&got[100..5000], &f[100..5000]);
+    assert_eq!(&got[900_000..], &f[900_000..]);
+}
+
+#[test]
+fn mode_e_truncated_stream_is_an_error() {
+    use std::io::Write;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(&haul_proto::Header::data(0, 1000).encode()).unwrap();
+        c.write_all(&[1u8; 10]).unwrap();
+    });
+    let (c, _) = l.accept().unwrap();
+    t.join().unwrap();
+    let sink = Mem(Default::default());
+    let err = mode_e::receive(vec![Box::new(c)], None, &sink, &Progress::default(), None, 4096)
+        .err()
+        .expect("truncated block must fail");
+    assert!(err.to_string().contains("truncated"), "{err}");
+}
+
+#[test]
+fn stream_mode_round_trip() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let f = data(2_500_000, 9);
+    let src = f.clone();
+    let t = std::thread::spawn(move || {
+        let c: Conn = Box::new(TcpStream::connect(addr).unwrap());
+        stream::send(c, &Slice(src), 0, None, &Progress::default()).unwrap();
+    });
+    let (c, _) = l.accept().unwrap();
+    let sink = Mem(Default::default());
+    let n = stream::receive(Box::new(c), &sink, 0, &Progress::default()).unwrap();
+    t.join().unwrap();
+    assert_eq!(n, f.len() as u64);
+    assert_eq!(sink.0.into_inner().unwrap(), f);
+}
