@@ -1,1 +1,4 @@
-//! Transfer engine: datasets, concurrency, parallelism, pipelining, checksums, restart.
+//! The transfer engine: what to move (datasets), how (concurrency, parallelism, pipelining),
+//! and proof that it arrived (checksums, restart state).
+
+pub mod checksum;
