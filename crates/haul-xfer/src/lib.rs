@@ -2,3 +2,18 @@
 //! and proof that it arrived (checksums, restart state).
 
 pub mod checksum;
+pub mod control;
+pub mod engine;
+pub mod error;
+pub mod listing;
+pub mod plan;
+pub mod resume;
+pub mod session;
+pub mod tls;
+pub mod url;
+mod worker;
+
+pub use engine::{Options, Route, Summary, Transfer};
+pub use error::{ErrorKind, XferError};
+pub use url::{Endpoint, RemoteUrl};
+pub use worker::{DEV_NULL, DEV_ZERO};

@@ -1,12 +1,217 @@
-//! `haul cp`.
+//! `haul cp SRC DST`: plan the files, run the engine with a progress bar, verify, record the
+//! transfer in the history store, and print a summary (or JSON).
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use haul_store::{Outcome, Params, Store, TransferRecord};
+use haul_xfer::checksum::Algorithm;
+use haul_xfer::tls::ClientTls;
+use haul_xfer::{Endpoint, Options, Summary, Transfer};
+
+use super::{human_bytes, human_rate, parse_bytes};
 
 /// Arguments of `haul cp`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Source: ftp://[user[:pass]@]host[:port]/path, haul://… (TLS), or a local path.
+    pub src: String,
+    /// Destination, in the same forms.
+    pub dst: String,
+    /// TCP streams per file (parallelism).
+    #[arg(short = 'p', long = "parallelism", default_value_t = 4)]
+    pub parallelism: u32,
+    /// Files in flight at once (concurrency: control sessions).
+    #[arg(long, short = 'c', default_value_t = 2)]
+    pub concurrency: u32,
+    /// Commands queued per control session (pipelining depth).
+    #[arg(long, default_value_t = 16)]
+    pub pipeline: usize,
+    /// TCP socket buffer size, e.g. 16M (default: kernel autotuning).
+    #[arg(long, value_parser = parse_bytes)]
+    pub tcp_buffer: Option<u64>,
+    /// MODE E block size.
+    #[arg(long, value_parser = parse_bytes, default_value = "1M")]
+    pub block: u64,
+    /// Checksum algorithm: xxh128 (default with haul peers), md5, adler32, crc32c.
+    #[arg(long)]
+    pub checksum: Option<Algorithm>,
+    /// Move data without end-to-end verification.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Copy directory trees.
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+    /// Continue interrupted transfers from their restart journals.
+    #[arg(long)]
+    pub resume: bool,
+    /// Bytes to read from /dev/zero (memory-to-memory runs).
+    #[arg(long, value_parser = parse_bytes)]
+    pub len: Option<u64>,
+    /// PEM file of CA certificates that haul:// servers must chain to.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
+    /// History database (default: $XDG_DATA_HOME/haul/history.sqlite).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Throughput sample interval in milliseconds (down to 100).
+    #[arg(long, default_value_t = 1000)]
+    pub sample_ms: u64,
+    /// Print a JSON summary on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn host_of(e: &Endpoint) -> String {
+    match e {
+        Endpoint::Local(_) => "local".into(),
+        Endpoint::Remote(r) => r.host_port(),
+    }
+}
 
 /// Runs `haul cp`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("haul cp is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let src = Endpoint::parse(&args.src)?;
+    let dst = Endpoint::parse(&args.dst)?;
+    let tls = match &args.ca {
+        Some(ca) => Some(ClientTls::from_ca_file(ca).with_context(|| format!("loading CA file {}", ca.display()))?),
+        None if [&src, &dst].iter().any(|e| matches!(e, Endpoint::Remote(r) if r.tls)) => {
+            anyhow::bail!("haul:// URLs need --ca FILE with the server's CA certificate")
+        }
+        None => None,
+    };
+    let opts = Options {
+        parallelism: args.parallelism.clamp(1, 64),
+        concurrency: args.concurrency.max(1),
+        pipeline: args.pipeline.max(1),
+        tcp_buffer: args.tcp_buffer.map(|b| b as usize),
+        block: args.block.clamp(4096, 64 << 20) as usize,
+        checksum: args.checksum,
+        verify: !args.no_verify,
+        resume: args.resume,
+        sample_interval: Duration::from_millis(args.sample_ms.max(100)),
+        tls: tls.clone(),
+        len: args.len,
+    };
+    let started_at = now_unix();
+    let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {
+        let total: u64 = jobs.iter().map(|j| j.size).sum();
+        let files = jobs.len();
+        let t = Transfer::start(route, jobs, opts.clone());
+        let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
+        while !t.is_finished() {
+            if let Some(b) = &bar {
+                b.set_position(t.bytes().min(total));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        t.wait()
+    });
+    record(&args, &src, &dst, &opts, started_at, &result);
+    let summary = result?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json_summary(&args, &summary))?);
+    } else if !args.quiet {
+        let rate = if summary.duration_s > 0.0 { summary.bytes as f64 * 8.0 / summary.duration_s } else { 0.0 };
+        let verify = match &summary.checksum {
+            Some(a) => format!("{} of {} verified ({a})", summary.verified, summary.files),
+            None => "not verified (memory-to-memory or --no-verify)".into(),
+        };
+        println!(
+            "{} files, {} in {:.2} s, {}; {}{}",
+            summary.files,
+            human_bytes(summary.bytes),
+            summary.duration_s,
+            human_rate(rate),
+            verify,
+            if summary.retransferred > 0 { format!("; {} re-sent after checksum mismatch", summary.retransferred) } else { String::new() }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(total: u64, files: usize) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(&format!(
+        "{{spinner}} {files} files [{{bar:30}}] {{bytes}}/{{total_bytes}} {{binary_bytes_per_sec}} ETA {{eta}}"
+    ))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    b.set_style(style);
+    b
+}
+
+fn json_summary(args: &Args, s: &Summary) -> serde_json::Value {
+    let rate = if s.duration_s > 0.0 { s.bytes as f64 * 8.0 / s.duration_s } else { 0.0 };
+    serde_json::json!({
+        "source": args.src,
+        "destination": args.dst,
+        "outcome": "ok",
+        "files": s.files,
+        "bytes": s.bytes,
+        "duration_s": s.duration_s,
+        "throughput_bps": rate,
+        "verified_files": s.verified,
+        "retransferred_files": s.retransferred,
+        "checksum": s.checksum,
+        "parallelism": args.parallelism,
+        "concurrency": args.concurrency,
+        "pipeline": args.pipeline,
+        "samples": s.samples,
+    })
+}
+
+fn record(args: &Args, src: &Endpoint, dst: &Endpoint, opts: &Options, started_at: f64, result: &Result<Summary, haul_xfer::XferError>) {
+    let path = args.history.clone().unwrap_or_else(Store::default_path);
+    let mut store = match Store::open(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("history not recorded: {e}");
+            return;
+        }
+    };
+    let (outcome, error, files, bytes, samples, duration) = match result {
+        Ok(s) => (Outcome::Ok, None, s.files, s.bytes, s.samples.clone(), s.duration_s),
+        Err(e) => (Outcome::Failed, Some(e.to_string()), 0, 0, Vec::new(), now_unix() - started_at),
+    };
+    let rec = TransferRecord {
+        id: None,
+        kind: "cp".into(),
+        started_at,
+        duration_s: duration,
+        source: src.to_string(),
+        destination: dst.to_string(),
+        source_host: host_of(src),
+        destination_host: host_of(dst),
+        params: Params {
+            parallelism: Some(opts.parallelism),
+            concurrency: Some(opts.concurrency),
+            pipelining: Some(opts.pipeline as u32),
+            tcp_buffer: opts.tcp_buffer.map(|b| b as u64),
+            block_size: Some(opts.block as u64),
+            checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
+            transport: Some("tcp".into()),
+            extra: serde_json::Value::Null,
+        },
+        files,
+        bytes,
+        outcome,
+        error,
+        samples,
+    };
+    if let Err(e) = store.insert(&rec) {
+        tracing::warn!("history not recorded: {e}");
+    }
 }

@@ -10,12 +10,64 @@ use std::process::ExitCode;
 
 /// Exit codes, documented in docs/cli.md.
 pub mod exit {
-    /// Success.
-    pub const OK: u8 = 0;
     /// Any failure without a more specific code.
     pub const FAILURE: u8 = 1;
     /// Bad command-line usage (clap uses 2 as well).
     pub const USAGE: u8 = 2;
+    /// The server could not be reached.
+    pub const CONNECTION: u8 = 3;
+    /// Login rejected.
+    pub const AUTH: u8 = 4;
+    /// A path does not exist.
+    pub const NO_SUCH_PATH: u8 = 5;
+    /// Access denied.
+    pub const PERMISSION: u8 = 6;
+    /// Data did not verify, even after a re-transfer.
+    pub const CHECKSUM: u8 = 7;
+}
+
+/// Parses a byte count with an optional binary suffix: `4M`, `1G`, `65536`, `1.5GiB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a byte count"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        "t" | "tib" | "tb" => 1 << 40,
+        u => return Err(format!("unknown unit {u:?} in {s:?} (use K, M, G, T)")),
+    };
+    Ok((n * mult as f64).round() as u64)
+}
+
+/// Formats bytes for people: `1.5 GiB`.
+pub fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+/// Formats a rate in bits per second for people: `9.41 Gb/s`.
+pub fn human_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.1} Mb/s", bps / 1e6)
+    } else {
+        format!("{:.1} kb/s", bps / 1e3)
+    }
 }
 
 /// Sets up `tracing` from `HAUL_LOG` (default: warnings only).
@@ -29,6 +81,32 @@ pub fn init_tracing() {
 }
 
 /// Maps an error to the documented exit code.
-pub fn exit_code_for(_e: &anyhow::Error) -> ExitCode {
-    ExitCode::from(exit::FAILURE)
+pub fn exit_code_for(e: &anyhow::Error) -> ExitCode {
+    use haul_xfer::{ErrorKind, XferError};
+    let code = match e.downcast_ref::<XferError>().map(XferError::kind) {
+        Some(ErrorKind::ConnectionRefused) => exit::CONNECTION,
+        Some(ErrorKind::AuthenticationFailed) => exit::AUTH,
+        Some(ErrorKind::NoSuchPath) => exit::NO_SUCH_PATH,
+        Some(ErrorKind::PermissionDenied) => exit::PERMISSION,
+        Some(ErrorKind::ChecksumMismatch) => exit::CHECKSUM,
+        Some(ErrorKind::Other) if matches!(e.downcast_ref::<XferError>(), Some(XferError::Usage(_))) => exit::USAGE,
+        _ => exit::FAILURE,
+    };
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_bytes("65536"), Ok(65536));
+        assert_eq!(parse_bytes("4M"), Ok(4 << 20));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
+        assert!(parse_bytes("4X").is_err());
+        assert!(parse_bytes("").is_err());
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_rate(9.41e9), "9.41 Gb/s");
+    }
 }

@@ -1,0 +1,366 @@
+//! The transfer engine: a queue of files, worker sessions that take batches of them (one batch
+//! = one pipeline window on one control channel), live knobs for concurrency and parallelism,
+//! throughput samples, end-to-end verification with one re-transfer on mismatch, and restart
+//! journals. A tuner (a later issue) drives [`Transfer::set_concurrency`] and
+//! [`Transfer::set_parallelism`] while reading [`Transfer::samples`].
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use haul_store::Sample;
+use haul_transport::mode_e::Progress;
+
+use crate::checksum::Algorithm;
+use crate::error::XferError;
+use crate::plan::Job;
+use crate::tls::ClientTls;
+use crate::url::RemoteUrl;
+
+/// How to move the data.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// TCP streams per file.
+    pub parallelism: u32,
+    /// Files in flight (control sessions).
+    pub concurrency: u32,
+    /// Commands in flight per control session.
+    pub pipeline: usize,
+    /// Socket buffer size (None: autotuning).
+    pub tcp_buffer: Option<usize>,
+    /// MODE E block size.
+    pub block: usize,
+    /// Checksum algorithm; None picks XXH128 with haul peers, else MD5.
+    pub checksum: Option<Algorithm>,
+    /// Verify every file end to end.
+    pub verify: bool,
+    /// Continue from restart journals.
+    pub resume: bool,
+    /// Throughput sample interval.
+    pub sample_interval: Duration,
+    /// TLS roots for `haul://` URLs.
+    pub tls: Option<ClientTls>,
+    /// Byte count for memory-to-memory runs from `/dev/zero`.
+    pub len: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            parallelism: 4,
+            concurrency: 2,
+            pipeline: 8,
+            tcp_buffer: None,
+            block: haul_transport::DEFAULT_BLOCK,
+            checksum: None,
+            verify: true,
+            resume: false,
+            sample_interval: Duration::from_secs(1),
+            tls: None,
+            len: None,
+        }
+    }
+}
+
+/// Which way the bytes go.
+#[derive(Debug, Clone)]
+pub enum Route {
+    /// Server to local disk.
+    Download(RemoteUrl),
+    /// Local disk to server.
+    Upload(RemoteUrl),
+    /// Server to server; this client only drives the two control channels.
+    ThirdParty(RemoteUrl, RemoteUrl),
+}
+
+/// What a finished transfer reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    /// Files moved.
+    pub files: u64,
+    /// Payload bytes moved (including re-transfers).
+    pub bytes: u64,
+    /// Wall-clock seconds.
+    pub duration_s: f64,
+    /// Files whose checksums matched end to end.
+    pub verified: u64,
+    /// Files re-sent after a checksum mismatch.
+    pub retransferred: u64,
+    /// Checksum algorithm used, if any.
+    pub checksum: Option<String>,
+    /// Throughput samples.
+    pub samples: Vec<Sample>,
+}
+
+struct Shared {
+    route: Route,
+    opts: Options,
+    queue: Mutex<VecDeque<(Job, u32)>>,
+    concurrency: AtomicU32,
+    parallelism: AtomicU32,
+    bytes: AtomicU64,
+    files: AtomicU64,
+    verified: AtomicU64,
+    retransferred: AtomicU64,
+    alg: Mutex<Option<Algorithm>>,
+    stop: AtomicBool,
+    error: Mutex<Option<XferError>>,
+    /// Files in flight: live counters and, for downloads, the ranges journal to keep current.
+    inflight: Mutex<HashMap<u64, (Arc<Progress>, Option<PathBuf>)>>,
+    next_id: AtomicU64,
+}
+
+/// A running transfer.
+pub struct Transfer {
+    shared: Arc<Shared>,
+    samples: mpsc::Receiver<Sample>,
+    handle: JoinHandle<Result<Summary, XferError>>,
+}
+
+impl Transfer {
+    /// Starts moving `jobs` along `route`.
+    pub fn start(route: Route, jobs: Vec<Job>, opts: Options) -> Transfer {
+        let shared = Arc::new(Shared {
+            route,
+            concurrency: AtomicU32::new(opts.concurrency.max(1)),
+            parallelism: AtomicU32::new(opts.parallelism.clamp(1, 64)),
+            queue: Mutex::new(jobs.into_iter().map(|j| (j, 0)).collect()),
+            opts,
+            bytes: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+            verified: AtomicU64::new(0),
+            retransferred: AtomicU64::new(0),
+            alg: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            error: Mutex::new(None),
+            inflight: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::channel();
+        let s = shared.clone();
+        let handle = std::thread::spawn(move || run(s, tx));
+        Transfer { shared, samples: rx, handle }
+    }
+
+    /// Changes the number of files in flight; takes effect at the next batch boundary.
+    pub fn set_concurrency(&self, n: u32) {
+        self.shared.concurrency.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Changes the streams per file; takes effect at each session's next batch.
+    pub fn set_parallelism(&self, n: u32) {
+        self.shared.parallelism.store(n.clamp(1, 64), Ordering::Relaxed);
+    }
+
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        total_bytes(&self.shared)
+    }
+
+    /// Throughput samples, one per interval, as they happen.
+    pub fn samples(&self) -> &mpsc::Receiver<Sample> {
+        &self.samples
+    }
+
+    /// True once every worker has stopped.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits for the end.
+    pub fn wait(self) -> Result<Summary, XferError> {
+        self.handle.join().unwrap_or_else(|_| Err(XferError::Usage("transfer engine panicked".into())))
+    }
+}
+
+fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferError> {
+    let start = Instant::now();
+    let mut slots: Vec<Option<JoinHandle<()>>> = Vec::new();
+    let mut samples = Vec::new();
+    let mut last_bytes = 0;
+    let mut last_t = start;
+    let mut next_sample = start + shared.opts.sample_interval;
+    loop {
+        let target = shared.concurrency.load(Ordering::Relaxed) as usize;
+        let pending = shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false);
+        if slots.len() < target {
+            slots.resize_with(target, || None);
+        }
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.as_ref().is_some_and(|h| h.is_finished()) {
+                if let Some(h) = slot.take() {
+                    let _ = h.join();
+                }
+            }
+            if slot.is_none() && i < target && pending && !shared.stop.load(Ordering::Relaxed) {
+                let s = shared.clone();
+                *slot = Some(std::thread::spawn(move || worker(s, i)));
+            }
+        }
+        let now = Instant::now();
+        if now >= next_sample {
+            let b = total_bytes(&shared);
+            let dt = now.duration_since(last_t).as_secs_f64();
+            let s = Sample { t_s: now.duration_since(start).as_secs_f64(), bytes: b - last_bytes, bps: (b - last_bytes) as f64 * 8.0 / dt };
+            let _ = tx.send(s.clone());
+            samples.push(s);
+            last_bytes = b;
+            last_t = now;
+            next_sample += shared.opts.sample_interval;
+            save_journals(&shared);
+        }
+        let all_idle = slots.iter().all(Option::is_none);
+        if all_idle && (!pending || shared.stop.load(Ordering::Relaxed)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(next_sample.saturating_duration_since(Instant::now())));
+    }
+    let end = Instant::now();
+    let b = total_bytes(&shared);
+    if b > last_bytes {
+        let dt = end.duration_since(last_t).as_secs_f64().max(1e-6);
+        let s = Sample { t_s: end.duration_since(start).as_secs_f64(), bytes: b - last_bytes, bps: (b - last_bytes) as f64 * 8.0 / dt };
+        let _ = tx.send(s.clone());
+        samples.push(s);
+    }
+    save_journals(&shared);
+    if let Some(e) = shared.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    Ok(Summary {
+        files: shared.files.load(Ordering::Relaxed),
+        bytes: b,
+        duration_s: end.duration_since(start).as_secs_f64(),
+        verified: shared.verified.load(Ordering::Relaxed),
+        retransferred: shared.retransferred.load(Ordering::Relaxed),
+        checksum: shared.alg.lock().ok().and_then(|a| a.map(|a| a.name().to_string())),
+        samples,
+    })
+}
+
+fn total_bytes(shared: &Shared) -> u64 {
+    let live: u64 = shared.inflight.lock().map(|m| m.values().map(|(p, _)| p.bytes()).sum()).unwrap_or(0);
+    shared.bytes.load(Ordering::Relaxed) + live
+}
+
+fn save_journals(shared: &Shared) {
+    if let Ok(m) = shared.inflight.lock() {
+        for (p, journal) in m.values() {
+            if let Some(path) = journal {
+                let _ = crate::resume::save(path, &p.ranges());
+            }
+        }
+    }
+}
+
+fn fail(shared: &Shared, e: XferError) {
+    tracing::warn!("transfer failed: {e}");
+    if let Ok(mut slot) = shared.error.lock() {
+        slot.get_or_insert(e);
+    }
+    shared.stop.store(true, Ordering::Relaxed);
+}
+
+/// Takes the next batch for worker `idx`, or None when it should stop.
+fn take_batch(shared: &Shared, idx: usize) -> Option<Vec<(Job, u32)>> {
+    if shared.stop.load(Ordering::Relaxed) || idx >= shared.concurrency.load(Ordering::Relaxed) as usize {
+        return None;
+    }
+    let mut q = shared.queue.lock().ok()?;
+    let n = shared.opts.pipeline.max(1).min(q.len());
+    (n > 0).then(|| q.drain(..n).collect())
+}
+
+fn worker(shared: Arc<Shared>, idx: usize) {
+    let r = match shared.route.clone() {
+        Route::Download(url) => crate::worker::download(&shared_view(&shared), &url, idx),
+        Route::Upload(url) => crate::worker::upload(&shared_view(&shared), &url, idx),
+        Route::ThirdParty(a, b) => crate::worker::third_party(&shared_view(&shared), &a, &b, idx),
+    };
+    if let Err(e) = r {
+        fail(&shared, e);
+    }
+}
+
+fn shared_view(s: &Arc<Shared>) -> Ctx<'_> {
+    Ctx { s }
+}
+
+/// What a worker sees of the engine.
+pub(crate) struct Ctx<'a> {
+    s: &'a Arc<Shared>,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn opts(&self) -> &Options {
+        &self.s.opts
+    }
+    pub(crate) fn next_batch(&self, idx: usize) -> Option<Vec<(Job, u32)>> {
+        take_batch(self.s, idx)
+    }
+    pub(crate) fn parallelism(&self) -> u32 {
+        self.s.parallelism.load(Ordering::Relaxed)
+    }
+    pub(crate) fn file_done(&self, verified: bool) {
+        self.s.files.fetch_add(1, Ordering::Relaxed);
+        if verified {
+            self.s.verified.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    pub(crate) fn set_alg(&self, a: Option<Algorithm>) {
+        if let Ok(mut x) = self.s.alg.lock() {
+            *x = a;
+        }
+    }
+    /// Puts a file back after a checksum mismatch; a second mismatch is an error.
+    pub(crate) fn mismatch(&self, job: Job, tries: u32, e: XferError) -> Result<(), XferError> {
+        if tries >= 1 {
+            return Err(e);
+        }
+        tracing::warn!("{e}; transferring it again");
+        self.s.retransferred.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut q) = self.s.queue.lock() {
+            q.push_back((job, tries + 1));
+        }
+        Ok(())
+    }
+    /// Registers a file in flight; its bytes count live in samples.
+    pub(crate) fn track(&self, journal: Option<PathBuf>) -> (u64, Arc<Progress>) {
+        let id = self.s.next_id.fetch_add(1, Ordering::Relaxed);
+        let p = Arc::new(Progress::default());
+        if let Ok(mut m) = self.s.inflight.lock() {
+            m.insert(id, (p.clone(), journal));
+        }
+        (id, p)
+    }
+    /// Ends a file in flight, saving its journal one last time.
+    pub(crate) fn untrack(&self, id: u64) {
+        if let Ok(mut m) = self.s.inflight.lock() {
+            if let Some((p, journal)) = m.remove(&id) {
+                self.s.bytes.fetch_add(p.bytes(), Ordering::Relaxed);
+                if let Some(path) = journal {
+                    let _ = crate::resume::save(&path, &p.ranges());
+                }
+            }
+        }
+    }
+}
+
+/// Picks the verification algorithm for a peer.
+pub(crate) fn choose_alg(opts: &Options, f: &crate::control::Features) -> Result<Option<Algorithm>, XferError> {
+    if !opts.verify {
+        return Ok(None);
+    }
+    if let Some(a) = opts.checksum {
+        return Ok(Some(a));
+    }
+    for a in [Algorithm::Xxh128, Algorithm::Md5, Algorithm::Adler32, Algorithm::Crc32c] {
+        if f.has_cksm(a.name()) {
+            return Ok(Some(a));
+        }
+    }
+    Err(XferError::Usage("the server offers no checksum haul can verify with; pass --no-verify to move unverified data".into()))
+}

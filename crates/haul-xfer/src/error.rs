@@ -1,0 +1,136 @@
+//! Errors of the transfer engine. Each names the host or path it concerns and maps to one of
+//! the CLI's documented exit codes through [`XferError::kind`].
+
+use haul_proto::{Command, Reply};
+
+/// The broad cause of a failure, for exit codes and JSON summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Could not reach the server.
+    ConnectionRefused,
+    /// Login rejected.
+    AuthenticationFailed,
+    /// A path does not exist.
+    NoSuchPath,
+    /// Access denied.
+    PermissionDenied,
+    /// Data arrived but did not verify.
+    ChecksumMismatch,
+    /// Anything else.
+    Other,
+}
+
+/// A transfer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum XferError {
+    /// TCP connect or name resolution failed.
+    #[error("connection to {host} failed: {reason}")]
+    Connect {
+        /// The server.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server rejected the credentials.
+    #[error("authentication failed for {user} at {host}: {reply}")]
+    Auth {
+        /// The server.
+        host: String,
+        /// The user name tried.
+        user: String,
+        /// The server's reply.
+        reply: String,
+    },
+    /// The server refused a command.
+    #[error("{host} refused `{command}`: {reply}")]
+    Refused {
+        /// The server.
+        host: String,
+        /// The command (passwords masked).
+        command: String,
+        /// The reply.
+        reply: String,
+        /// Classified cause.
+        kind: ErrorKind,
+    },
+    /// The server said something out of protocol.
+    #[error("protocol error with {host}: {reply}")]
+    Protocol {
+        /// The server.
+        host: String,
+        /// What was received.
+        reply: String,
+    },
+    /// TLS set-up failed.
+    #[error("TLS with {host} failed: {reason}")]
+    Tls {
+        /// The server.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// A local or socket IO error.
+    #[error("{what}: {source}")]
+    Io {
+        /// The path or host concerned.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Verification failed even after re-transfer.
+    #[error("checksum mismatch for {path}: source {expected} ({alg}), destination {actual}")]
+    ChecksumMismatch {
+        /// The destination path.
+        path: String,
+        /// Algorithm used.
+        alg: String,
+        /// Source digest.
+        expected: String,
+        /// Destination digest.
+        actual: String,
+    },
+    /// Bad request by the user.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl XferError {
+    /// An IO error on `what`.
+    pub fn io(what: &str, source: std::io::Error) -> XferError {
+        XferError::Io { what: what.to_string(), source }
+    }
+
+    /// A refusal built from a server reply, classified by code and text.
+    pub fn from_reply(host: &str, cmd: &Command, r: &Reply) -> XferError {
+        let text = r.text().to_ascii_lowercase();
+        let kind = if r.code == 530 {
+            ErrorKind::AuthenticationFailed
+        } else if text.contains("no such file") || text.contains("not found") || text.contains("does not exist") {
+            ErrorKind::NoSuchPath
+        } else if text.contains("permission denied") || text.contains("outside the served root") || text.contains("read-only") {
+            ErrorKind::PermissionDenied
+        } else {
+            ErrorKind::Other
+        };
+        let command = if matches!(cmd, Command::Pass(_)) { "PASS ****".to_string() } else { cmd.to_string() };
+        XferError::Refused { host: host.to_string(), command, reply: r.to_string(), kind }
+    }
+
+    /// The broad cause.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            XferError::Connect { .. } => ErrorKind::ConnectionRefused,
+            XferError::Auth { .. } => ErrorKind::AuthenticationFailed,
+            XferError::Refused { kind, .. } => *kind,
+            XferError::ChecksumMismatch { .. } => ErrorKind::ChecksumMismatch,
+            XferError::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => ErrorKind::NoSuchPath,
+                std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+                std::io::ErrorKind::ConnectionRefused => ErrorKind::ConnectionRefused,
+                _ => ErrorKind::Other,
+            },
+            _ => ErrorKind::Other,
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! One client session with one server: a control connection plus its MODE E data connections,
+//! kept across files so that a tree of small files costs no connection set-up per file. As
+//! GridFTP requires (GFD.020, and as Globus enforces), the sender opens data connections:
+//! downloads listen and send PORT, uploads send PASV and connect.
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use haul_proto::command::{Restart, TransferMode};
+use haul_proto::{hostport, Command, RangeSet, Reply};
+use haul_transport::io::{Sink, Source};
+use haul_transport::mode_e::{self, Acceptor, Progress};
+use haul_transport::{socket, Conn};
+
+use crate::control::Control;
+use crate::error::XferError;
+use crate::tls::ClientTls;
+use crate::url::RemoteUrl;
+
+/// Data-channel settings of a session.
+#[derive(Debug, Clone)]
+pub struct DataParams {
+    /// TCP streams per file.
+    pub parallelism: u32,
+    /// Socket buffer size (None: kernel autotuning).
+    pub tcp_buffer: Option<usize>,
+    /// MODE E block size.
+    pub block: usize,
+}
+
+/// Which way the session's cached data connections point.
+enum DataState {
+    None,
+    /// We listen; the server connects (downloads, and the destination side of nothing else).
+    Download { listener: TcpListener, parallelism: u32, cached: Vec<Conn> },
+    /// The server listens at `addr`; we connect (uploads).
+    Upload { cached: Vec<Conn>, pending: Vec<std::net::TcpStream> },
+}
+
+/// A logged-in session with its data-channel state.
+pub struct Session {
+    /// The control connection.
+    pub ctl: Control,
+    url: RemoteUrl,
+    tls: Option<ClientTls>,
+    mode_e: bool,
+    data: DataState,
+    data_timeout: Duration,
+}
+
+/// Accepts the server's data connections on our listener.
+struct ListenAcceptor<'a> {
+    listener: &'a TcpListener,
+    tls: Option<(&'a ClientTls, &'a str)>,
+}
+
+fn prepare(tcp: std::net::TcpStream, tls: Option<(&ClientTls, &str)>) -> std::io::Result<Conn> {
+    tcp.set_read_timeout(Some(Duration::from_secs(120)))?;
+    match tls {
+        Some((t, host)) => t.wrap_data(tcp, host),
+        None => Ok(Box::new(tcp)),
+    }
+}
+
+impl Acceptor for ListenAcceptor<'_> {
+    fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
+        match socket::accept_timeout(self.listener, wait) {
+            Ok((c, _)) => prepare(c, self.tls).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One file to fetch in a pipelined batch.
+pub struct GetItem<'a> {
+    /// Remote path.
+    pub path: String,
+    /// Where the bytes go.
+    pub sink: &'a dyn Sink,
+    /// Expected length (bounds block offsets), if known.
+    pub len: Option<u64>,
+    /// Ranges already held (sent as REST).
+    pub have: Option<RangeSet>,
+    /// A partial read `(offset, length)` sent as ERET P instead of RETR; blocks land at 0-based
+    /// offsets relative to `offset`, as Globus does.
+    pub eret: Option<(u64, u64)>,
+    /// Checksum algorithm to ask the server for, before the RETR.
+    pub cksm: Option<&'static str>,
+    /// Live counters.
+    pub progress: &'a Progress,
+}
+
+/// One file to store in a pipelined batch.
+pub struct PutItem<'a> {
+    /// Remote path.
+    pub path: String,
+    /// Where the bytes come from.
+    pub src: &'a dyn Source,
+    /// File length.
+    pub len: u64,
+    /// Ranges the server already holds (sent as REST; only the rest is sent).
+    pub have: Option<RangeSet>,
+    /// Checksum algorithm to ask the server for, after the STOR.
+    pub cksm: Option<&'static str>,
+    /// Live counters.
+    pub progress: &'a Progress,
+}
+
+/// What the server reported for one file.
+#[derive(Debug, Default, Clone)]
+pub struct ItemResult {
+    /// The server's checksum, when asked.
+    pub server_cksm: Option<String>,
+    /// Ranges the server reported written (111 markers), uploads only.
+    pub markers: RangeSet,
+}
+
+fn retr_of(it: &GetItem<'_>) -> Command {
+    match it.eret {
+        Some((offset, length)) => Command::Eret { offset, length, path: it.path.clone() },
+        None => Command::Retr(it.path.clone()),
+    }
+}
+
+fn parse_cksm(r: &Reply) -> Option<String> {
+    r.lines.last().map(|l| l.trim().to_ascii_lowercase())
+}
+
+impl Session {
+    /// Connects and logs in.
+    pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Session, XferError> {
+        let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
+        Ok(Session { ctl, url: url.clone(), tls: tls.cloned(), mode_e: false, data: DataState::None, data_timeout: Duration::from_secs(60) })
+    }
+
+    /// The URL this session was opened for.
+    pub fn url(&self) -> &RemoteUrl {
+        &self.url
+    }
+
+    pub(crate) fn set_mode_e(&mut self) -> Result<(), XferError> {
+        if !self.mode_e {
+            self.ctl.expect(&Command::Mode(TransferMode::Extended), 200)?;
+            self.mode_e = true;
+        }
+        Ok(())
+    }
+
+    fn tls_host(&self) -> Option<(&ClientTls, &str)> {
+        self.tls.as_ref().map(|t| (t, self.url.host.as_str()))
+    }
+
+    /// Remote file size (SIZE).
+    pub fn size(&mut self, path: &str) -> Result<u64, XferError> {
+        let r = self.ctl.expect(&Command::Size(path.to_string()), 213)?;
+        r.text().trim().parse().map_err(|_| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+    }
+
+    /// Remote checksum (CKSM alg 0 -1 path).
+    pub fn cksm(&mut self, alg: &str, path: &str) -> Result<String, XferError> {
+        let cmd = Command::Cksm { algorithm: alg.to_string(), offset: 0, length: None, path: path.to_string() };
+        let r = self.ctl.expect(&cmd, 213)?;
+        parse_cksm(&r).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+    }
+
+    /// Makes a directory; an existing one is fine.
+    pub fn mkdir(&mut self, path: &str) -> Result<(), XferError> {
+        let cmd = Command::Mkd(path.to_string());
+        self.ctl.send(&cmd)?;
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if r.is_success() || r.text().to_ascii_lowercase().contains("exist") {
+            return Ok(());
+        }
+        Err(XferError::from_reply(&self.ctl.name, &cmd, &r))
+    }
+
+    /// MLST facts of one path: (is_dir, size).
+    pub fn stat(&mut self, path: &str) -> Result<(bool, u64), XferError> {
+        let r = self.ctl.expect(&Command::Mlst(Some(path.to_string())), 250)?;
+        let facts = r.lines.iter().find(|l| l.contains('=') && l.contains(';')).cloned().unwrap_or_default();
+        crate::listing::parse_mlst(&facts).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+    }
+
+    /// Lists a directory with MLSD in stream mode over a passive connection.
+    pub fn mlsd(&mut self, path: &str) -> Result<Vec<crate::listing::Entry>, XferError> {
+        if self.mode_e {
+            self.ctl.expect(&Command::Mode(TransferMode::Stream), 200)?;
+            self.mode_e = false;
+            self.data = DataState::None;
+        }
+        let addr = self.pasv()?;
+        let tcp = socket::connect(addr, None, self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        self.ctl.send(&Command::Mlsd(Some(path.to_string())))?;
+        let r = self.ctl.reply()?;
+        if !r.is_preliminary() {
+            return Err(XferError::from_reply(&self.ctl.name, &Command::Mlsd(Some(path.to_string())), &r));
+        }
+        let conn = prepare(tcp, self.tls_host()).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let sink = crate::listing::VecSink::default();
+        haul_transport::stream::receive(conn, &sink, 0, &Progress::default()).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_success() {
+            return Err(XferError::from_reply(&self.ctl.name, &Command::Mlsd(Some(path.to_string())), &r));
+        }
+        Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
+    }
+
+    pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
+        let r = self.ctl.expect(&Command::Pasv, 227)?;
+        let mut a = hostport::find_in_reply(&r.text())
+            .ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+        if a.ip().is_unspecified() {
+            a.set_ip(self.ctl.peer.ip());
+        }
+        Ok(a)
+    }
+
+    /// Ensures the session is set up to download with `p` streams.
+    fn ready_download(&mut self, p: &DataParams) -> Result<(), XferError> {
+        self.set_mode_e()?;
+        if let DataState::Download { parallelism, .. } = &self.data {
+            if *parallelism == p.parallelism {
+                return Ok(());
+            }
+        }
+        self.ctl.ok(&Command::Opts { command: "RETR".into(), options: format!("Parallelism={0},{0},{0};", p.parallelism) })?;
+        if let Some(b) = p.tcp_buffer {
+            self.ctl.ok(&Command::Sbuf(b as u64))?;
+        }
+        let listener = socket::listen(SocketAddr::new(self.ctl.local.ip(), 0), p.tcp_buffer)
+            .map_err(|e| XferError::io("data listener", e))?;
+        let addr = listener.local_addr().map_err(|e| XferError::io("data listener", e))?;
+        let cmd = if addr.is_ipv4() { Command::Port(addr) } else { Command::Eprt(addr) };
+        self.ctl.ok(&cmd)?;
+        self.data = DataState::Download { listener, parallelism: p.parallelism, cached: Vec::new() };
+        Ok(())
+    }
+
+    /// Ensures the session is set up to upload with `p` streams.
+    fn ready_upload(&mut self, p: &DataParams) -> Result<(), XferError> {
+        self.set_mode_e()?;
+        if let DataState::Upload { cached, pending } = &self.data {
+            if cached.len() + pending.len() == p.parallelism as usize {
+                return Ok(());
+            }
+        }
+        if let Some(b) = p.tcp_buffer {
+            self.ctl.ok(&Command::Sbuf(b as u64))?;
+        }
+        let addr = self.pasv()?;
+        let mut pending = Vec::with_capacity(p.parallelism as usize);
+        for _ in 0..p.parallelism {
+            pending.push(socket::connect(addr, p.tcp_buffer, self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?);
+        }
+        // The server accepts (and does its TLS handshake) only once a STOR runs, so the
+        // connections are wrapped after the first 150 reply, in `put_many`.
+        self.data = DataState::Upload { cached: Vec::new(), pending };
+        Ok(())
+    }
+
+    /// Downloads `items` in order with up to `depth` commands in flight (pipelining).
+    pub fn get_many(&mut self, items: &[GetItem<'_>], p: &DataParams, depth: usize) -> Result<Vec<ItemResult>, XferError> {
+        self.ready_download(p)?;
+        let depth = depth.max(1);
+        let mut results = Vec::with_capacity(items.len());
+        let mut sent = 0;
+        for (i, item) in items.iter().enumerate() {
+            while sent < items.len() && sent < i + depth {
+                let it = &items[sent];
+                if let Some(alg) = it.cksm {
+                    self.ctl.send(&Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: it.path.clone() })?;
+                }
+                if let Some(h) = &it.have {
+                    self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
+                }
+                self.ctl.send(&retr_of(it))?;
+                sent += 1;
+            }
+            let mut res = ItemResult::default();
+            if let Some(alg) = item.cksm {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                let cmd = Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: item.path.clone() };
+                if r.code != 213 {
+                    return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
+                }
+                res.server_cksm = parse_cksm(&r);
+            }
+            if let Some(h) = &item.have {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                if r.code != 350 {
+                    return Err(XferError::from_reply(&self.ctl.name, &Command::Rest(Restart::Ranges(h.clone())), &r));
+                }
+            }
+            let retr = retr_of(item);
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_preliminary() {
+                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            }
+            self.receive_into(item)?;
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_success() {
+                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            }
+            results.push(res);
+        }
+        Ok(results)
+    }
+
+    fn receive_into(&mut self, item: &GetItem<'_>) -> Result<(), XferError> {
+        let tls = self.tls.clone();
+        let host = self.url.host.clone();
+        let DataState::Download { listener, cached, .. } = &mut self.data else {
+            return Err(XferError::Usage("session is not set up for downloads".into()));
+        };
+        let acceptor = ListenAcceptor { listener, tls: tls.as_ref().map(|t| (t, host.as_str())) };
+        let got = mode_e::receive(std::mem::take(cached), Some(&acceptor), item.sink, item.progress, item.len, haul_transport::DEFAULT_BLOCK)
+            .map_err(|e| XferError::io(&format!("receiving {}", item.path), e))?;
+        *cached = got.reusable;
+        Ok(())
+    }
+
+    /// Uploads `items` in order with up to `depth` commands in flight (pipelining).
+    pub fn put_many(&mut self, items: &[PutItem<'_>], p: &DataParams, depth: usize) -> Result<Vec<ItemResult>, XferError> {
+        self.ready_upload(p)?;
+        let depth = depth.max(1);
+        let mut results = Vec::with_capacity(items.len());
+        let mut sent = 0;
+        for (i, item) in items.iter().enumerate() {
+            while sent < items.len() && sent < i + depth {
+                let it = &items[sent];
+                if let Some(h) = &it.have {
+                    self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
+                }
+                self.ctl.send(&Command::Stor(it.path.clone()))?;
+                if let Some(alg) = it.cksm {
+                    self.ctl.send(&Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: it.path.clone() })?;
+                }
+                sent += 1;
+            }
+            if let Some(h) = &item.have {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                if r.code != 350 {
+                    return Err(XferError::from_reply(&self.ctl.name, &Command::Rest(Restart::Ranges(h.clone())), &r));
+                }
+            }
+            let stor = Command::Stor(item.path.clone());
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_preliminary() {
+                return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
+            }
+            let ranges: Vec<(u64, u64)> = match &item.have {
+                Some(h) => h.missing(item.len),
+                None => vec![(0, item.len)],
+            };
+            let tls = self.tls.clone();
+            let host = self.url.host.clone();
+            let DataState::Upload { cached, pending } = &mut self.data else {
+                return Err(XferError::Usage("session is not set up for uploads".into()));
+            };
+            for tcp in pending.drain(..) {
+                cached.push(prepare(tcp, tls.as_ref().map(|t| (t, host.as_str()))).map_err(|e| XferError::io(&host, e))?);
+            }
+            // Send on the data connections while reading 111/112 markers on the control
+            // connection, so restart markers are journaled as they arrive.
+            let ctl = &mut self.ctl;
+            let (reply, sent) = std::thread::scope(|s| {
+                let h = s.spawn(|| mode_e::send(cached, item.src, &ranges, p.block, item.progress, false));
+                let reply = ctl.final_reply(&mut |m| {
+                    if m.code == 111 {
+                        if let (Some(rs), Ok(mut have)) = (haul_proto::markers::parse_range_marker(&m.text()), item.progress.ranges.lock()) {
+                            have.union(&rs);
+                        }
+                    }
+                });
+                (reply, h.join())
+            });
+            let r = reply?;
+            sent.unwrap_or_else(|_| Err(std::io::Error::other("sender panicked")))
+                .map_err(|e| XferError::io(&format!("sending {}", item.path), e))?;
+            if !r.is_success() {
+                return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
+            }
+            let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
+            if let Some(alg) = item.cksm {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                let cmd = Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: item.path.clone() };
+                if r.code != 213 {
+                    return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
+                }
+                res.server_cksm = parse_cksm(&r);
+            }
+            results.push(res);
+        }
+        Ok(results)
+    }
+
+    /// Ends the session politely.
+    pub fn quit(mut self) {
+        let _ = self.ctl.send(&Command::Quit);
+        let _ = self.ctl.final_reply(&mut |_| {});
+    }
+}

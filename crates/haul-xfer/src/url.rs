@@ -1,0 +1,179 @@
+//! Transfer endpoints as users write them: `ftp://[user[:pass]@]host[:port]/path`,
+//! `haul://…` (the same protocol with TLS on control and data), or a local path.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where one side of a transfer lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A path on this machine.
+    Local(PathBuf),
+    /// A path on a GridFTP / haul server.
+    Remote(RemoteUrl),
+}
+
+/// A server URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteUrl {
+    /// True for `haul://` (TLS), false for `ftp://`.
+    pub tls: bool,
+    /// User name (anonymous when absent).
+    pub user: Option<String>,
+    /// Password.
+    pub pass: Option<String>,
+    /// Host name or address.
+    pub host: String,
+    /// Control port.
+    pub port: u16,
+    /// Absolute path on the server.
+    pub path: String,
+}
+
+/// A URL could not be parsed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("bad URL {url:?}: {reason}")]
+pub struct UrlError {
+    /// The text given.
+    pub url: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The GridFTP control port.
+pub const DEFAULT_PORT: u16 = 2811;
+
+fn pct_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Endpoint {
+    /// Parses a command-line endpoint.
+    pub fn parse(s: &str) -> Result<Endpoint, UrlError> {
+        let err = |reason: &str| UrlError { url: s.to_string(), reason: reason.to_string() };
+        let (tls, rest) = if let Some(r) = s.strip_prefix("ftp://").or_else(|| s.strip_prefix("gsiftp://")) {
+            (false, r)
+        } else if let Some(r) = s.strip_prefix("haul://") {
+            (true, r)
+        } else if let Some(r) = s.strip_prefix("file://") {
+            return Ok(Endpoint::Local(PathBuf::from(pct_decode(r))));
+        } else if s.contains("://") {
+            return Err(err("unknown scheme (use ftp://, haul:// or a local path)"));
+        } else {
+            if s.is_empty() {
+                return Err(err("empty path"));
+            }
+            return Ok(Endpoint::Local(PathBuf::from(s)));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (userinfo, hostport) = match authority.rfind('@') {
+            Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
+            None => (None, authority),
+        };
+        let (user, pass) = match userinfo {
+            Some(u) => match u.split_once(':') {
+                Some((a, b)) => (Some(pct_decode(a)), Some(pct_decode(b))),
+                None => (Some(pct_decode(u)), None),
+            },
+            None => (None, None),
+        };
+        let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
+            let close = h.find(']').ok_or_else(|| err("unclosed [ in IPv6 host"))?;
+            let port = match &h[close + 1..] {
+                "" => DEFAULT_PORT,
+                p => p.strip_prefix(':').and_then(|p| p.parse().ok()).ok_or_else(|| err("bad port"))?,
+            };
+            (h[..close].to_string(), port)
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse().map_err(|_| err("bad port"))?),
+                None => (hostport.to_string(), DEFAULT_PORT),
+            }
+        };
+        if host.is_empty() {
+            return Err(err("missing host"));
+        }
+        Ok(Endpoint::Remote(RemoteUrl { tls, user, pass, host, port, path: pct_decode(path) }))
+    }
+
+    /// True for a remote endpoint.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Endpoint::Remote(_))
+    }
+}
+
+impl RemoteUrl {
+    /// `host:port` for connecting and for the history store.
+    pub fn host_port(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The same server with another path.
+    pub fn with_path(&self, path: String) -> RemoteUrl {
+        RemoteUrl { path, ..self.clone() }
+    }
+}
+
+/// Prints the URL without its password.
+impl fmt::Display for RemoteUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.tls { "haul" } else { "ftp" };
+        match &self.user {
+            Some(u) => write!(f, "{scheme}://{u}@{}{}", self.host_port(), self.path),
+            None => write!(f, "{scheme}://{}{}", self.host_port(), self.path),
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Local(p) => write!(f, "{}", p.display()),
+            Endpoint::Remote(r) => r.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let Endpoint::Remote(r) = Endpoint::parse("ftp://bob:s%40cret@example.org:2812/data/x y").unwrap() else {
+            panic!()
+        };
+        assert_eq!((r.user.as_deref(), r.pass.as_deref()), (Some("bob"), Some("s@cret")));
+        assert_eq!((r.host.as_str(), r.port, r.path.as_str()), ("example.org", 2812, "/data/x y"));
+        assert_eq!(r.to_string(), "ftp://bob@example.org:2812/data/x y");
+        let Endpoint::Remote(r) = Endpoint::parse("haul://[::1]/").unwrap() else { panic!() };
+        assert!(r.tls);
+        assert_eq!((r.host.as_str(), r.port), ("::1", DEFAULT_PORT));
+        assert_eq!(Endpoint::parse("./a/b").unwrap(), Endpoint::Local("./a/b".into()));
+        assert_eq!(Endpoint::parse("file:///tmp/x").unwrap(), Endpoint::Local("/tmp/x".into()));
+        assert!(Endpoint::parse("http://x/").is_err());
+        assert!(Endpoint::parse("ftp://:21/x").is_err());
+        assert!(Endpoint::parse("ftp://h:99999/x").is_err());
+    }
+}

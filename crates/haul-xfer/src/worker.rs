@@ -1,0 +1,320 @@
+//! The three kinds of worker the engine runs, one per control session (two for third-party):
+//! each takes batches of files, moves them pipelined, verifies them, and journals restart state.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use haul_proto::{Command, RangeSet};
+use haul_transport::io::{Null, Sink, Source, Zero};
+use haul_transport::mode_e::Progress;
+
+use crate::checksum::{self, Algorithm};
+use crate::engine::{choose_alg, Ctx};
+use crate::error::XferError;
+use crate::plan::Job;
+use crate::resume;
+use crate::session::{DataParams, GetItem, PutItem, Session};
+use crate::url::RemoteUrl;
+
+/// The zero source and null sink paths (as Globus names them).
+pub const DEV_ZERO: &str = "/dev/zero";
+/// See [`DEV_ZERO`].
+pub const DEV_NULL: &str = "/dev/null";
+
+fn params(ctx: &Ctx<'_>) -> DataParams {
+    DataParams { parallelism: ctx.parallelism(), tcp_buffer: ctx.opts().tcp_buffer, block: ctx.opts().block }
+}
+
+fn local_cksm(path: &Path, alg: Algorithm) -> Result<String, XferError> {
+    let f = File::open(path).map_err(|e| XferError::io(&path.display().to_string(), e))?;
+    checksum::checksum(&f, alg, 0, None).map_err(|e| XferError::io(&path.display().to_string(), e))
+}
+
+fn compare(ctx: &Ctx<'_>, job: &Job, tries: u32, alg: Algorithm, src: &str, dst: &str) -> Result<bool, XferError> {
+    if src == dst {
+        return Ok(true);
+    }
+    let e = XferError::ChecksumMismatch { path: job.dst.clone(), alg: alg.name().into(), expected: src.into(), actual: dst.into() };
+    ctx.mismatch(job.clone(), tries, e)?;
+    Ok(false)
+}
+
+fn with_have(p: &Arc<Progress>, have: &Option<RangeSet>) {
+    if let (Some(h), Ok(mut r)) = (have, p.ranges.lock()) {
+        *r = h.clone();
+    }
+}
+
+struct Incoming {
+    job: Job,
+    tries: u32,
+    id: u64,
+    progress: Arc<Progress>,
+    sink: Box<dyn Sink>,
+    part: Option<PathBuf>,
+    have: Option<RangeSet>,
+}
+
+fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
+    if job.dst == DEV_NULL {
+        let (id, progress) = ctx.track(None);
+        return Ok(Incoming { job, tries, id, progress, sink: Box::new(Null), part: None, have: None });
+    }
+    let dst = PathBuf::from(&job.dst);
+    if let Some(d) = dst.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| XferError::io(&d.display().to_string(), e))?;
+    }
+    let part = resume::part_path(&dst);
+    let journal = resume::ranges_path(&part);
+    let have = if ctx.opts().resume && part.exists() {
+        resume::load(&journal).filter(|h| !h.is_empty() && h.ranges().last().is_some_and(|r| r.1 <= job.size))
+    } else {
+        resume::clear(&journal);
+        None
+    };
+    let file = OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create(true)
+        .truncate(have.is_none())
+        .open(&part)
+        .map_err(|e| XferError::io(&part.display().to_string(), e))?;
+    let (id, progress) = ctx.track(Some(journal));
+    with_have(&progress, &have);
+    Ok(Incoming { job, tries, id, progress, sink: Box::new(file), part: Some(part), have })
+}
+
+/// Moves files from a server to local disk.
+pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let mut sess = Session::open(url, ctx.opts().tls.as_ref())?;
+    let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
+    let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
+    ctx.set_alg(alg);
+    loop {
+        let mut inc = Vec::with_capacity(batch.len());
+        for (job, tries) in batch {
+            inc.push(open_incoming(ctx, job, tries)?);
+        }
+        let items: Vec<GetItem<'_>> = inc
+            .iter()
+            .map(|i| {
+                let zero = i.job.src == DEV_ZERO;
+                GetItem {
+                    path: i.job.src.clone(),
+                    sink: i.sink.as_ref(),
+                    len: Some(i.job.size),
+                    have: i.have.clone(),
+                    eret: zero.then_some((0, i.job.size)),
+                    cksm: if zero || i.part.is_none() { None } else { alg.map(Algorithm::name) },
+                    progress: &i.progress,
+                }
+            })
+            .collect();
+        let got = sess.get_many(&items, &params(ctx), ctx.opts().pipeline);
+        drop(items);
+        for i in &inc {
+            ctx.untrack(i.id);
+        }
+        let results = got?;
+        for (i, r) in inc.into_iter().zip(results) {
+            let Some(part) = i.part else {
+                ctx.file_done(false);
+                continue;
+            };
+            drop(i.sink);
+            let verified = match (alg, &r.server_cksm) {
+                (Some(a), Some(remote)) => {
+                    let local = local_cksm(&part, a)?;
+                    if !compare(ctx, &i.job, i.tries, a, remote, &local)? {
+                        continue;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e))?;
+            resume::clear(&resume::ranges_path(&part));
+            ctx.file_done(verified);
+        }
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    sess.quit();
+    Ok(())
+}
+
+struct Outgoing {
+    job: Job,
+    tries: u32,
+    id: u64,
+    progress: Arc<Progress>,
+    src: Box<dyn Source>,
+    journal: PathBuf,
+    have: Option<RangeSet>,
+}
+
+/// Moves files from local disk to a server.
+pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let mut sess = Session::open(url, ctx.opts().tls.as_ref())?;
+    let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
+    let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
+    ctx.set_alg(alg);
+    loop {
+        let mut out = Vec::with_capacity(batch.len());
+        for (job, tries) in batch {
+            let src: Box<dyn Source> = if job.src == DEV_ZERO {
+                Box::new(Zero)
+            } else {
+                Box::new(File::open(&job.src).map_err(|e| XferError::io(&job.src, e))?)
+            };
+            let journal = resume::upload_journal(&url.with_path(job.dst.clone()).to_string());
+            let have = if ctx.opts().resume { resume::load(&journal).filter(|h| !h.is_empty()) } else { None };
+            let (id, progress) = ctx.track(Some(journal.clone()));
+            with_have(&progress, &have);
+            out.push(Outgoing { job, tries, id, progress, src, journal, have });
+        }
+        let items: Vec<PutItem<'_>> = out
+            .iter()
+            .map(|o| PutItem {
+                path: o.job.dst.clone(),
+                src: o.src.as_ref(),
+                len: o.job.size,
+                have: o.have.clone(),
+                cksm: if o.job.src == DEV_ZERO || o.job.dst == DEV_NULL { None } else { alg.map(Algorithm::name) },
+                progress: &o.progress,
+            })
+            .collect();
+        let put = sess.put_many(&items, &params(ctx), ctx.opts().pipeline);
+        drop(items);
+        for o in &out {
+            ctx.untrack(o.id);
+        }
+        let results = put?;
+        for (o, r) in out.into_iter().zip(results) {
+            let verified = match (alg, &r.server_cksm) {
+                (Some(a), Some(remote)) => {
+                    let local = local_cksm(Path::new(&o.job.src), a)?;
+                    if !compare(ctx, &o.job, o.tries, a, &local, remote)? {
+                        resume::clear(&o.journal);
+                        continue;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            resume::clear(&o.journal);
+            ctx.file_done(verified);
+        }
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    sess.quit();
+    Ok(())
+}
+
+/// Drives a server-to-server transfer: STORs to the destination (passive), RETRs to the source
+/// (active, it connects to the destination), pipelined like Globus does.
+pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let tls = ctx.opts().tls.as_ref();
+    let mut src = Session::open(a, tls)?;
+    let mut dst = Session::open(b, tls)?;
+    let mem = batch.iter().all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
+    let alg = if mem || !ctx.opts().verify {
+        None
+    } else if let Some(x) = ctx.opts().checksum {
+        Some(x)
+    } else {
+        [Algorithm::Xxh128, Algorithm::Md5, Algorithm::Adler32, Algorithm::Crc32c]
+            .into_iter()
+            .find(|x| src.ctl.features.has_cksm(x.name()) && dst.ctl.features.has_cksm(x.name()))
+            .map(Some)
+            .ok_or_else(|| XferError::Usage("the two servers share no checksum algorithm; pass --no-verify".into()))?
+    };
+    ctx.set_alg(alg);
+    let mut configured = 0;
+    loop {
+        let p = ctx.parallelism();
+        if configured != p {
+            dst.set_mode_e()?;
+            let addr = dst.pasv()?;
+            src.set_mode_e()?;
+            src.ctl.ok(&Command::Opts { command: "RETR".into(), options: format!("Parallelism={p},{p},{p};") })?;
+            src.ctl.ok(&Command::Port(addr))?;
+            configured = p;
+        }
+        for (job, _) in &batch {
+            if job.src == DEV_ZERO {
+                dst.ctl.send(&Command::Esto { offset: 0, path: job.dst.clone() })?;
+            } else {
+                dst.ctl.send(&Command::Stor(job.dst.clone()))?;
+            }
+        }
+        for (job, _) in &batch {
+            if job.src == DEV_ZERO {
+                src.ctl.send(&Command::Eret { offset: 0, length: job.size, path: job.src.clone() })?;
+            } else {
+                src.ctl.send(&Command::Retr(job.src.clone()))?;
+            }
+        }
+        for (job, tries) in batch {
+            let (id, progress) = ctx.track(None);
+            let r = third_party_one(&mut src, &mut dst, &job, &progress);
+            ctx.untrack(id);
+            r?;
+            let verified = match alg {
+                Some(x) => {
+                    let s = src.cksm(x.name(), &job.src)?;
+                    let d = dst.cksm(x.name(), &job.dst)?;
+                    if !compare(ctx, &job, tries, x, &s, &d)? {
+                        continue;
+                    }
+                    true
+                }
+                None => false,
+            };
+            ctx.file_done(verified);
+        }
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    src.quit();
+    dst.quit();
+    Ok(())
+}
+
+fn third_party_one(src: &mut Session, dst: &mut Session, job: &Job, progress: &Progress) -> Result<(), XferError> {
+    let stor = Command::Stor(job.dst.clone());
+    let retr = Command::Retr(job.src.clone());
+    let r = dst.ctl.final_reply(&mut |_| {})?;
+    if !r.is_preliminary() {
+        return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));
+    }
+    let r = src.ctl.final_reply(&mut |_| {})?;
+    if !r.is_preliminary() {
+        return Err(XferError::from_reply(&src.ctl.name, &retr, &r));
+    }
+    let r = src.ctl.final_reply(&mut |_| {})?;
+    if !r.is_success() {
+        return Err(XferError::from_reply(&src.ctl.name, &retr, &r));
+    }
+    let r = dst.ctl.final_reply(&mut |m| {
+        if let Some(pm) = haul_proto::PerfMarker::from_lines(&m.lines) {
+            progress.bytes.store(pm.stripe_bytes, std::sync::atomic::Ordering::Relaxed);
+        }
+    })?;
+    if !r.is_success() {
+        return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));
+    }
+    progress.bytes.store(job.size, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
