@@ -24,12 +24,15 @@ pub struct LineBuffer {
     limit: usize,
     /// Bytes at the start of `buf` already scanned for a newline.
     scanned: usize,
+    /// An over-long line was reported before its end arrived; its rest is dropped up to the
+    /// next newline so it is never taken for a line of its own.
+    discarding: bool,
 }
 
 impl LineBuffer {
     /// A buffer that rejects lines longer than `limit` bytes.
     pub fn new(limit: usize) -> Self {
-        LineBuffer { buf: Vec::new(), limit, scanned: 0 }
+        LineBuffer { buf: Vec::new(), limit, scanned: 0, discarding: false }
     }
 
     /// Appends bytes read from the peer.
@@ -42,32 +45,38 @@ impl LineBuffer {
         self.buf.len()
     }
 
-    /// Takes the next complete line, if any. After an error the buffer is cleared.
+    /// Takes the next complete line, if any. An over-long line yields one `TooLong` and is
+    /// then skipped through its newline; a line that is not UTF-8 yields `NotUtf8`.
     pub fn next_line(&mut self) -> Result<Option<String>, LineError> {
-        let nl = self.buf[self.scanned..].iter().position(|&b| b == b'\n');
-        match nl {
-            None => {
+        loop {
+            let Some(rel) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
                 self.scanned = self.buf.len();
-                if self.buf.len() > self.limit {
+                if self.discarding {
                     self.buf.clear();
                     self.scanned = 0;
+                } else if self.buf.len() > self.limit + 1 {
+                    // Longer than a line plus the CR of its terminator: cannot become valid.
+                    self.buf.clear();
+                    self.scanned = 0;
+                    self.discarding = true;
                     return Err(LineError::TooLong { limit: self.limit });
                 }
-                Ok(None)
+                return Ok(None);
+            };
+            let end = self.scanned + rel;
+            let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+            self.scanned = 0;
+            if std::mem::take(&mut self.discarding) {
+                continue;
             }
-            Some(rel) => {
-                let end = self.scanned + rel;
-                let mut line: Vec<u8> = self.buf.drain(..=end).collect();
-                self.scanned = 0;
+            line.pop();
+            if line.last() == Some(&b'\r') {
                 line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                if line.len() > self.limit {
-                    return Err(LineError::TooLong { limit: self.limit });
-                }
-                String::from_utf8(line).map(Some).map_err(|_| LineError::NotUtf8)
             }
+            if line.len() > self.limit {
+                return Err(LineError::TooLong { limit: self.limit });
+            }
+            return String::from_utf8(line).map(Some).map_err(|_| LineError::NotUtf8);
         }
     }
 }
@@ -92,8 +101,14 @@ mod tests {
         let mut b = LineBuffer::new(8);
         b.extend(b"0123456789");
         assert_eq!(b.next_line(), Err(LineError::TooLong { limit: 8 }));
-        b.extend(b"ok\r\n");
+        // The rest of the over-long line is dropped, not read as a line of its own.
+        b.extend(b"DELE x\r\nok\r\n");
         assert_eq!(b.next_line().unwrap().as_deref(), Some("ok"));
+        assert_eq!(b.next_line().unwrap(), None);
+        b.extend(b"01234567\r");
+        assert_eq!(b.next_line().unwrap(), None, "a full-length line may still get its LF");
+        b.extend(b"\n");
+        assert_eq!(b.next_line().unwrap().as_deref(), Some("01234567"));
     }
 
     #[test]
