@@ -62,3 +62,55 @@ pub fn read_exact_at(src: &dyn Source, mut buf: &mut [u8], mut offset: u64) -> i
     }
     Ok(())
 }
+
+/// Caps the rate at which a source is read or a sink written, shared by all stream threads
+/// (a bandwidth cap for `haul cp --max-rate`; TCP flow control carries it to the sender).
+pub struct RateLimited<T> {
+    inner: T,
+    bytes_per_sec: f64,
+    start: std::time::Instant,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl<T> RateLimited<T> {
+    /// Wraps `inner` at `bytes_per_sec`.
+    pub fn new(inner: T, bytes_per_sec: u64) -> Self {
+        RateLimited { inner, bytes_per_sec: bytes_per_sec.max(1) as f64, start: std::time::Instant::now(), done: Default::default() }
+    }
+
+    fn pace(&self, n: usize) {
+        let total = self.done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
+        let due = std::time::Duration::from_secs_f64(total as f64 / self.bytes_per_sec);
+        if let Some(wait) = due.checked_sub(self.start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+impl<T: Source> Source for RateLimited<T> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let n = self.inner.read_at(buf, offset)?;
+        self.pace(n);
+        Ok(n)
+    }
+}
+
+impl<T: Sink> Sink for RateLimited<T> {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)?;
+        self.pace(buf.len());
+        Ok(())
+    }
+}
+
+impl<T: Sink + ?Sized> Sink for Box<T> {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(buf, offset)
+    }
+}
+
+impl<T: Source + ?Sized> Source for Box<T> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        (**self).read_at(buf, offset)
+    }
+}

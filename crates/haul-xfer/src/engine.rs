@@ -45,6 +45,8 @@ pub struct Options {
     pub tls: Option<ClientTls>,
     /// Byte count for memory-to-memory runs from `/dev/zero`.
     pub len: Option<u64>,
+    /// Bandwidth cap in bytes per second for each file's data (None: no cap).
+    pub max_rate: Option<u64>,
 }
 
 impl Default for Options {
@@ -61,6 +63,7 @@ impl Default for Options {
             sample_interval: Duration::from_secs(1),
             tls: None,
             len: None,
+            max_rate: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use haul_proto::{Command, RangeSet};
-use haul_transport::io::{Null, Sink, Source, Zero};
+use haul_transport::io::{Null, RateLimited, Sink, Source, Zero};
 use haul_transport::mode_e::Progress;
 
 use crate::checksum::{self, Algorithm};
@@ -82,7 +82,11 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
         .map_err(|e| XferError::io(&part.display().to_string(), e))?;
     let (id, progress) = ctx.track(Some(journal));
     with_have(&progress, &have);
-    Ok(Incoming { job, tries, id, progress, sink: Box::new(file), part: Some(part), have })
+    let sink: Box<dyn Sink> = match ctx.opts().max_rate {
+        Some(r) => Box::new(RateLimited::new(file, r)),
+        None => Box::new(file),
+    };
+    Ok(Incoming { job, tries, id, progress, sink, part: Some(part), have })
 }
 
 /// Moves files from a server to local disk.
@@ -167,11 +171,14 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
     loop {
         let mut out = Vec::with_capacity(batch.len());
         for (job, tries) in batch {
-            let src: Box<dyn Source> = if job.src == DEV_ZERO {
+            let mut src: Box<dyn Source> = if job.src == DEV_ZERO {
                 Box::new(Zero)
             } else {
                 Box::new(File::open(&job.src).map_err(|e| XferError::io(&job.src, e))?)
             };
+            if let Some(r) = ctx.opts().max_rate {
+                src = Box::new(RateLimited::new(src, r));
+            }
             let journal = resume::upload_journal(&url.with_path(job.dst.clone()).to_string());
             let have = if ctx.opts().resume { resume::load(&journal).filter(|h| !h.is_empty()) } else { None };
             let (id, progress) = ctx.track(Some(journal.clone()));

@@ -51,6 +51,9 @@ pub struct Args {
     /// Bytes to read from /dev/zero (memory-to-memory runs).
     #[arg(long, value_parser = parse_bytes)]
     pub len: Option<u64>,
+    /// Bandwidth cap per file, bytes per second (e.g. 100M).
+    #[arg(long, value_parser = parse_bytes)]
+    pub max_rate: Option<u64>,
     /// PEM file of CA certificates that haul:// servers must chain to.
     #[arg(long)]
     pub ca: Option<PathBuf>,
@@ -102,6 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sample_interval: Duration::from_millis(args.sample_ms.max(100)),
         tls: tls.clone(),
         len: args.len,
+        max_rate: args.max_rate,
     };
     let started_at = now_unix();
     let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {

@@ -1,0 +1,223 @@
+//! Runs a scenario: topology up, servers started, contenders alternated A B A B, everything torn down.
+
+use crate::exec::{self, Background};
+use crate::metric::{Metric, Observed};
+use crate::report::{Report, RunRecord};
+use crate::scenario::{Contender, Scenario, Topology};
+use crate::template::{render, Vars};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Seconds a netem or probe helper command may take.
+const HELPER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Command-line choices of one run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Overrides the scenario's repetitions.
+    pub reps: Option<u32>,
+    /// The haul binary (`{haul}`).
+    pub haul: PathBuf,
+}
+
+/// Where and how commands execute.
+struct Env {
+    topology: Topology,
+    haul: PathBuf,
+    vars: Vars,
+}
+
+impl Env {
+    /// `argv` as run on `host` (directly on loopback, via `haul netem run` on a pair).
+    fn on_host(&self, host: &str, argv: Vec<String>) -> Vec<String> {
+        match self.topology {
+            Topology::Loopback => argv,
+            Topology::Pair(_) => {
+                let mut v = vec![self.haul.display().to_string(), "netem".into(), "run".into(), host.into(), "--".into()];
+                v.extend(argv);
+                v
+            }
+        }
+    }
+
+    /// The shell command template `cmd`, rendered, as run on `host`.
+    fn shell(&self, host: &str, cmd: &str, vars: &Vars) -> Result<Vec<String>> {
+        let rendered = render(cmd, vars)?;
+        Ok(self.on_host(host, vec!["sh".into(), "-c".into(), rendered]))
+    }
+}
+
+/// Runs a helper command and returns its trimmed stdout, failing on a non-zero exit.
+fn helper(argv: &[String]) -> Result<String> {
+    let out = exec::run(argv, HELPER_TIMEOUT).with_context(|| format!("cannot run {}", argv.join(" ")))?;
+    if !out.status.success() {
+        bail!("{} failed ({}): {}", argv.join(" "), out.status, out.stderr.trim());
+    }
+    Ok(out.stdout.trim().to_owned())
+}
+
+/// Brings the netem pair down when dropped.
+struct NetemPair {
+    haul: PathBuf,
+}
+
+impl Drop for NetemPair {
+    fn drop(&mut self) {
+        let argv = [self.haul.display().to_string(), "netem".into(), "down".into()];
+        if let Err(e) = helper(&argv) {
+            eprintln!("haul-bench: warning: {e:#}");
+        }
+    }
+}
+
+/// Runs the scenario at `path` and returns its report (not yet written).
+pub fn run(path: &Path, opts: &Options) -> Result<Report> {
+    let scenario = Scenario::load(path)?;
+    let metrics = scenario.validate()?;
+    let topology = scenario.topology().map_err(anyhow::Error::msg)?;
+    let reps = opts.reps.unwrap_or(scenario.repetitions);
+    let uses_haul = matches!(topology, Topology::Pair(_))
+        || scenario.contenders.iter().any(|c| c.command.contains("{haul}"));
+    if uses_haul && !opts.haul.is_file() {
+        bail!(
+            "haul binary not found at {} (build it with `cargo build --release -p haul` or pass --haul PATH)",
+            opts.haul.display()
+        );
+    }
+    let tmp = tempfile::Builder::new().prefix("haul-bench-").tempdir().context("cannot create temp dir")?;
+    let mut env = Env { topology: topology.clone(), haul: opts.haul.clone(), vars: Vars::new() };
+    let haul_s = opts.haul.display().to_string();
+    let _pair = match &topology {
+        Topology::Loopback => {
+            env.vars.insert("addr_a".into(), "127.0.0.1".into());
+            env.vars.insert("addr_b".into(), "127.0.0.1".into());
+            None
+        }
+        Topology::Pair(args) => {
+            let mut up = vec![haul_s.clone(), "netem".into(), "up".into(), "--pair".into()];
+            up.extend(args.iter().cloned());
+            eprintln!("haul-bench: {}", up.join(" "));
+            helper(&up)?;
+            let pair = NetemPair { haul: opts.haul.clone() };
+            for h in ["a", "b"] {
+                let addr = helper(&[haul_s.clone(), "netem".into(), "addr".into(), h.into()])?;
+                env.vars.insert(format!("addr_{h}"), addr);
+            }
+            Some(pair)
+        }
+    };
+    env.vars.insert("haul".into(), haul_s);
+    env.vars.insert("tmp".into(), tmp.path().display().to_string());
+    let bench = std::env::current_exe().context("cannot locate haul-bench itself")?;
+    env.vars.insert("bench".into(), bench.display().to_string());
+    for (k, v) in &scenario.vars {
+        if env.vars.contains_key(k) {
+            bail!("scenario {}: variable {k:?} shadows a built-in variable", scenario.name);
+        }
+        let value = render(v, &env.vars).with_context(|| format!("variable {k:?}"))?;
+        env.vars.insert(k.clone(), value);
+    }
+
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut servers = Vec::new();
+    for s in &scenario.setup {
+        let argv = env.shell(&s.host, &s.command, &env.vars)?;
+        let log = tmp.path().join(format!("setup-{}.log", s.name));
+        eprintln!("haul-bench: setup {}: {}", s.name, argv.join(" "));
+        let mut bg = Background::spawn(&argv, &log).with_context(|| format!("cannot start setup {:?}", s.name))?;
+        if let Some(addr) = &s.wait_tcp {
+            let addr = render(addr, &env.vars)?;
+            wait_ready(&env, &bench, &s.host, &addr, s.ready_timeout_s, &mut bg, &log)
+                .with_context(|| format!("setup {:?} never accepted connections on {addr}", s.name))?;
+        }
+        servers.push(bg);
+    }
+
+    let mut runs = Vec::new();
+    for rep in 0..reps {
+        for (c, metric) in scenario.contenders.iter().zip(&metrics) {
+            let r = run_once(&env, c, metric, rep)?;
+            match (&r.value, &r.error) {
+                (Some(v), _) => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
+                (None, Some(e)) => eprintln!("haul-bench: rep {}/{reps} {:<20} FAILED: {e}", rep + 1, c.name),
+                (None, None) => {}
+            }
+            runs.push(r);
+        }
+    }
+
+    for t in &scenario.teardown {
+        let argv = env.shell(&t.host, &t.command, &env.vars)?;
+        if let Err(e) = helper(&argv) {
+            eprintln!("haul-bench: warning: teardown: {e:#}");
+        }
+    }
+    drop(servers);
+    Ok(Report::new(&scenario, &topology, reps, started_at, &opts.haul, runs))
+}
+
+/// Polls `addr` from `host` until it accepts a connection, the server exits, or time runs out.
+fn wait_ready(env: &Env, bench: &Path, host: &str, addr: &str, timeout_s: f64, bg: &mut Background, log: &Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
+    let probe = env.on_host(host, vec![bench.display().to_string(), "probe-tcp".into(), addr.into()]);
+    loop {
+        let ready = match env.topology {
+            Topology::Loopback => exec::tcp_ready(addr),
+            Topology::Pair(_) => exec::run(&probe, HELPER_TIMEOUT).map(|o| o.status.success()).unwrap_or(false),
+        };
+        if ready {
+            return Ok(());
+        }
+        if let Some(status) = bg.exited() {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            bail!("server exited ({status}): {}", text.trim());
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {timeout_s}s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs one repetition of one contender; a failing command is a failed sample, not an error.
+fn run_once(env: &Env, c: &Contender, metric: &Metric, rep: u32) -> Result<RunRecord> {
+    let mut vars = env.vars.clone();
+    vars.insert("rep".into(), rep.to_string());
+    let bytes = match &c.bytes {
+        None => None,
+        Some(toml::Value::Integer(n)) => Some(u64::try_from(*n).context("bytes must be non-negative")?),
+        Some(toml::Value::String(s)) => {
+            let text = render(s, &vars)?;
+            Some(text.trim().parse::<u64>().with_context(|| format!("contender {:?}: bytes {text:?} is not an integer", c.name))?)
+        }
+        Some(other) => bail!("contender {:?}: bytes must be an integer or a string, not {other}", c.name),
+    };
+    let timeout = Duration::from_secs_f64(c.timeout_s);
+    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None };
+    if let Some(before) = &c.before {
+        let argv = env.shell(&c.host, before, &vars)?;
+        if let Err(e) = helper(&argv) {
+            record.error = Some(format!("before: {e:#}"));
+            return Ok(record);
+        }
+    }
+    let argv = env.shell(&c.host, &c.command, &vars)?;
+    let out = exec::run(&argv, timeout).with_context(|| format!("cannot run contender {:?}", c.name))?;
+    record.elapsed_s = out.elapsed_s;
+    record.peak_rss_kib = out.peak_rss_kib;
+    if out.timed_out {
+        record.error = Some(format!("killed after {}s timeout", c.timeout_s));
+    } else if !out.status.success() {
+        let text = if out.stderr.trim().is_empty() { &out.stdout } else { &out.stderr };
+        let tail: String = text.trim().lines().last().unwrap_or("").chars().take(200).collect();
+        record.error = Some(format!("{}: {tail}", out.status));
+    } else {
+        let obs = Observed { stdout: &out.stdout, elapsed_s: out.elapsed_s, peak_rss_kib: out.peak_rss_kib, bytes };
+        match metric.extract(obs) {
+            Ok(v) => record.value = Some(v * c.scale),
+            Err(e) => record.error = Some(e.to_string()),
+        }
+    }
+    Ok(record)
+}
