@@ -1,1 +1,54 @@
-//! GridFTP server (haul serve).
+//! GridFTP server (`haul serve`): RFC 959 control channel with the RFC 2389/3659/4217
+//! extensions and the GFD.020 GridFTP dialect (MODE E, parallel streams, SPAS/SPOR, ERET/ESTO,
+//! SBUF, CKSM, restart and performance markers), serving one directory tree confined to its
+//! root. Blocking, one thread per control session; the data path uses `haul-transport`.
+//!
+//! - [`config`]: what a server serves and its limits.
+//! - [`server`]: the accept loop, session limit and the in-process handle.
+//! - [`auth`]: anonymous and password (argon2) logins.
+//! - `vfs`: virtual paths confined to the root, `/dev/zero` and `/dev/null`.
+//! - `session`, `transfer`, `listing`, `control`: one control session, its data channels,
+//!   directory listings and the (optionally TLS) control stream.
+
+pub mod auth;
+pub mod config;
+mod control;
+mod listing;
+pub mod server;
+mod session;
+mod transfer;
+mod vfs;
+
+pub use auth::{hash_password, Users};
+pub use config::ServerConfig;
+pub use server::{Server, ServerHandle};
+
+/// A server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The root directory is missing or not a directory.
+    #[error("served root {path}: {reason}")]
+    Root {
+        /// The configured root.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The control listener could not bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The users file is unreadable or malformed.
+    #[error(transparent)]
+    Users(#[from] auth::UsersError),
+    /// The TLS certificate or key could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] haul_transport::tls::TlsError),
+    /// Other IO failure while starting.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -6,11 +6,13 @@
 //! - [`io`]: byte sources and sinks addressed by offset (files, the zero source, the null sink).
 //! - [`mode_e`]: GridFTP MODE E over N parallel connections, sender and receiver.
 //! - [`stream`]: RFC 959 stream mode over one connection.
+//! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
 
 pub mod io;
 pub mod mode_e;
 pub mod socket;
 pub mod stream;
+pub mod tls;
 
 use std::io::{Read, Write};
 

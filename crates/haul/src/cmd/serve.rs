@@ -1,12 +1,78 @@
-//! `haul serve`.
+//! `haul serve`: run the GridFTP server of `haul-server` on a directory tree, or
+//! (`--hash-password`) print the argon2 hash line for a users file.
 
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use haul_server::{Server, ServerConfig};
 
 /// Arguments of `haul serve`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Directory served as `/`.
+    #[arg(long, required_unless_present = "hash_password")]
+    root: Option<PathBuf>,
+    /// Control address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:2811")]
+    listen: SocketAddr,
+    /// Allow anonymous logins (`anonymous` / `ftp`), read-only unless --anonymous-write.
+    #[arg(long)]
+    anonymous: bool,
+    /// Let anonymous users write.
+    #[arg(long, requires = "anonymous")]
+    anonymous_write: bool,
+    /// Users file: lines `name:<argon2 hash>:rw|ro` (see --hash-password).
+    #[arg(long)]
+    users: Option<PathBuf>,
+    /// PEM certificate chain enabling AUTH TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Most concurrent control sessions.
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
+    /// Seconds a session may stay idle before it is closed.
+    #[arg(long, default_value_t = 300)]
+    idle_timeout: u64,
+    /// Read a password from stdin and print its argon2id hash for a users file, then exit.
+    #[arg(long)]
+    hash_password: bool,
+}
 
 /// Runs `haul serve`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("haul serve is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.hash_password {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).context("reading the password from stdin")?;
+        let pw = line.trim_end_matches(['\r', '\n']);
+        anyhow::ensure!(!pw.is_empty(), "empty password on stdin");
+        println!("{}", haul_server::hash_password(pw)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let root = args.root.context("--root is required")?;
+    let mut cfg = ServerConfig::new(root);
+    cfg.listen = args.listen;
+    cfg.anonymous = args.anonymous;
+    cfg.anonymous_write = args.anonymous_write;
+    cfg.users = args.users;
+    cfg.tls = args.tls_cert.zip(args.tls_key);
+    cfg.max_sessions = args.max_sessions.max(1);
+    cfg.idle_timeout = Duration::from_secs(args.idle_timeout.max(1));
+    if !cfg.anonymous && cfg.users.is_none() {
+        tracing::warn!("neither --anonymous nor --users given: nobody can log in");
+    }
+    let server = Server::bind(cfg)?;
+    let addr = server.local_addr()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "haul serve: listening on {addr}")?;
+    out.flush()?;
+    drop(out);
+    server.run()?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,181 @@
+//! The accept loop: one thread per control session, bounded by `max_sessions` (over the limit
+//! a client gets `421` and is closed), and a handle for running a server in-process.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::auth::Users;
+use crate::config::ServerConfig;
+use crate::control::Control;
+use crate::session::{Session, Shared};
+use crate::vfs::Vfs;
+use crate::ServerError;
+
+/// Live sessions' control sockets, so shutdown can close them.
+type Registry = Mutex<HashMap<u64, TcpStream>>;
+
+/// A bound GridFTP server.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    active: Arc<AtomicUsize>,
+    registry: Arc<Registry>,
+}
+
+/// A server running on a background thread; stops on drop.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    registry: Arc<Registry>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Decrements the session count and forgets the socket when a session ends.
+struct SessionGuard {
+    id: u64,
+    active: Arc<AtomicUsize>,
+    registry: Arc<Registry>,
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.active.fetch_sub(1, Ordering::SeqCst);
+        if let Ok(mut r) = self.registry.lock() {
+            r.remove(&self.id);
+        }
+    }
+}
+
+impl Server {
+    /// Checks the configuration, loads users and TLS material, and binds the control port.
+    pub fn bind(cfg: ServerConfig) -> Result<Server, ServerError> {
+        let root_err = |reason: String| ServerError::Root { path: cfg.root.display().to_string(), reason };
+        match std::fs::metadata(&cfg.root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(root_err("not a directory".into())),
+            Err(e) => return Err(root_err(e.to_string())),
+        }
+        let vfs = Vfs::new(&cfg.root).map_err(|e| root_err(e.to_string()))?;
+        let users = cfg.users.as_deref().map(Users::load).transpose()?;
+        let tls = match &cfg.tls {
+            Some((cert, key)) => Some(haul_transport::tls::server_config(cert, key)?),
+            None => None,
+        };
+        let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind { addr: cfg.listen, source })?;
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared { cfg, vfs, users, tls }),
+            stop: Arc::new(AtomicBool::new(false)),
+            active: Arc::new(AtomicUsize::new(0)),
+            registry: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+
+    /// The address the control port is bound to.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until stopped (forever when run directly).
+    pub fn run(self) -> Result<(), ServerError> {
+        let next_id = AtomicU64::new(0);
+        for conn in self.listener.incoming() {
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let tcp = match conn {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            };
+            self.admit(tcp, next_id.fetch_add(1, Ordering::Relaxed));
+        }
+        Ok(())
+    }
+
+    fn admit(&self, mut tcp: TcpStream, id: u64) {
+        let peer = tcp.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let max = self.shared.cfg.max_sessions;
+        if self.active.fetch_add(1, Ordering::SeqCst) >= max {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(%peer, max, "session limit reached");
+            let _ = tcp.write_all(format!("421 Too many sessions (limit {max}); try again later.\r\n").as_bytes());
+            let _ = tcp.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        let guard = SessionGuard { id, active: self.active.clone(), registry: self.registry.clone() };
+        if let (Ok(mut r), Ok(c)) = (self.registry.lock(), tcp.try_clone()) {
+            r.insert(id, c);
+        }
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new().name(format!("haul-session-{id}")).spawn(move || {
+            tracing::info!(%peer, "session start");
+            let result = Control::new(tcp, shared.cfg.idle_timeout).and_then(|ctl| Session::new(&shared, ctl).run());
+            // Free the slot before the client sees the close, so it may reconnect at once.
+            drop(guard);
+            match result {
+                Ok(mut ctl) => {
+                    ctl.close();
+                    tracing::info!(%peer, "session end")
+                }
+                Err(e) => tracing::info!(%peer, error = %e, "session ended with error"),
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start session thread");
+        }
+    }
+
+    /// Binds and runs the server on a background thread.
+    pub fn spawn(cfg: ServerConfig) -> Result<ServerHandle, ServerError> {
+        let server = Server::bind(cfg)?;
+        let addr = server.local_addr()?;
+        let stop = server.stop.clone();
+        let registry = server.registry.clone();
+        let thread = std::thread::Builder::new().name("haul-server".into()).spawn(move || {
+            if let Err(e) = server.run() {
+                tracing::error!(error = %e, "server stopped");
+            }
+        })?;
+        Ok(ServerHandle { addr, stop, registry, thread: Some(thread) })
+    }
+}
+
+impl ServerHandle {
+    /// The control address (with the real port when port 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, closes live sessions and waits for the accept loop to end.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Ok(r) = self.registry.lock() {
+            for s in r.values() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}

@@ -1,0 +1,563 @@
+//! One control session: login, then commands processed strictly in order (pipelined lines
+//! wait in the line buffer while a transfer runs), with replies that name the cause of every
+//! failure. Data-channel commands live in `transfer`.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use haul_proto::command::{ProtLevel, RetrOptions, TransferMode};
+use haul_proto::{Command, CommandError, Reply};
+use haul_transport::io::{Source, Zero};
+use haul_xfer::checksum::{checksum, Algorithm};
+
+use crate::auth::{is_anonymous, Access, Users};
+use crate::config::ServerConfig;
+use crate::control::{Control, Input};
+use crate::listing;
+use crate::transfer::{DataState, WriteKind};
+use crate::vfs::{Target, Vfs};
+
+/// Failed logins after which the session is closed.
+const MAX_LOGIN_FAILURES: u32 = 3;
+
+/// State shared by every session of a server.
+pub struct Shared {
+    /// The configuration.
+    pub cfg: ServerConfig,
+    /// The served root.
+    pub vfs: Vfs,
+    /// Named users, if a users file was given.
+    pub users: Option<Users>,
+    /// TLS configuration, if AUTH TLS is offered.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Whether the session goes on after a command.
+#[derive(PartialEq, Eq)]
+pub enum Flow {
+    /// Read the next command.
+    Continue,
+    /// Close the session.
+    Close,
+}
+
+/// One control session's state.
+pub struct Session<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) ctl: Control,
+    user: Option<String>,
+    pub(crate) access: Option<Access>,
+    anonymous: bool,
+    failures: u32,
+    pub(crate) cwd: String,
+    pub(crate) mode: TransferMode,
+    pub(crate) data: DataState,
+    pub(crate) rest: Option<haul_proto::command::Restart>,
+    rename_from: Option<(String, PathBuf)>,
+    pub(crate) prot_private: bool,
+}
+
+/// `virt: cause` for a failed file-system operation, in the words of `strerror`.
+pub fn fs_error(virt: &str, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => format!("{virt}: No such file or directory"),
+        io::ErrorKind::PermissionDenied => format!("{virt}: Permission denied"),
+        io::ErrorKind::AlreadyExists => format!("{virt}: File exists"),
+        _ => format!("{virt}: {e}"),
+    }
+}
+
+impl<'a> Session<'a> {
+    /// A new session on an accepted control connection.
+    pub fn new(shared: &'a Shared, ctl: Control) -> Session<'a> {
+        Session {
+            shared,
+            ctl,
+            user: None,
+            access: None,
+            anonymous: false,
+            failures: 0,
+            cwd: "/".to_string(),
+            mode: TransferMode::Stream,
+            data: DataState::default(),
+            rest: None,
+            rename_from: None,
+            prot_private: false,
+        }
+    }
+
+    /// Greets the client and serves commands until QUIT, close, idle timeout or a fatal error;
+    /// gives back the control connection for the caller to close.
+    pub fn run(mut self) -> io::Result<Control> {
+        self.ctl.reply(220, format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")))?;
+        loop {
+            let line = match self.ctl.next_line()? {
+                Input::Line(l) => l,
+                Input::Closed => break,
+                Input::Idle => {
+                    let secs = self.shared.cfg.idle_timeout.as_secs();
+                    let _ = self.ctl.reply(421, format!("Idle timeout ({secs} s): closing control connection."));
+                    break;
+                }
+                Input::TooLong => {
+                    let max = haul_proto::MAX_LINE;
+                    let _ = self.ctl.reply(500, format!("Command line too long (limit {max} bytes); closing."));
+                    break;
+                }
+                Input::NotUtf8 => {
+                    self.ctl.reply(500, "Command line is not valid UTF-8.")?;
+                    continue;
+                }
+            };
+            let shown = if line.len() >= 5 && line[..5].eq_ignore_ascii_case("PASS ") { "PASS ****" } else { &line };
+            tracing::debug!(command = shown, "control command");
+            let flow = match Command::parse(&line) {
+                Ok(cmd) => self.dispatch(cmd)?,
+                Err(e) => {
+                    let code = match e {
+                        CommandError::Empty | CommandError::BadVerb(_) => 500,
+                        _ => 501,
+                    };
+                    self.ctl.reply(code, format!("{e}."))?;
+                    Flow::Continue
+                }
+            };
+            if flow == Flow::Close {
+                break;
+            }
+        }
+        self.data.drop_all();
+        Ok(self.ctl)
+    }
+
+    fn dispatch(&mut self, cmd: Command) -> io::Result<Flow> {
+        let pre_login = matches!(
+            cmd,
+            Command::User(_)
+                | Command::Pass(_)
+                | Command::Auth(_)
+                | Command::Pbsz(_)
+                | Command::Prot(_)
+                | Command::Feat
+                | Command::Syst
+                | Command::Noop
+                | Command::Quit
+                | Command::Help(_)
+                | Command::Opts { .. }
+        );
+        if self.access.is_none() && !pre_login {
+            self.ctl.reply(530, "Please login with USER and PASS.")?;
+            return Ok(Flow::Continue);
+        }
+        match cmd {
+            Command::User(name) => self.cmd_user(name)?,
+            Command::Pass(pw) => return self.cmd_pass(&pw),
+            Command::Quit => {
+                self.ctl.reply(221, "Goodbye.")?;
+                return Ok(Flow::Close);
+            }
+            Command::Auth(mech) => return self.cmd_auth(&mech),
+            Command::Pbsz(_) => self.ctl.reply(200, "PBSZ=0")?,
+            Command::Prot(level) => self.cmd_prot(level)?,
+            Command::Feat => self.cmd_feat()?,
+            Command::Syst => self.ctl.reply(215, "UNIX Type: L8")?,
+            Command::Noop => self.ctl.reply(200, "NOOP command successful.")?,
+            Command::Help(_) => self.help(214)?,
+            Command::Opts { command, options } => self.cmd_opts(&command, &options)?,
+            Command::Site(text) => self.cmd_site(&text)?,
+            Command::Type(_) => self.ctl.reply(200, "Type set.")?,
+            Command::Stru(_) => self.ctl.reply(200, "Structure set to F.")?,
+            Command::Mode(m) => {
+                if m != self.mode {
+                    self.data.drop_cached();
+                }
+                self.mode = m;
+                let c = if m == TransferMode::Extended { 'E' } else { 'S' };
+                self.ctl.reply(200, format!("Mode set to {c}."))?;
+            }
+            Command::Allo(_) => self.ctl.reply(200, "ALLO command successful.")?,
+            Command::Sbuf(n) => self.cmd_sbuf(n)?,
+            Command::Dcau(m) => {
+                if m.eq_ignore_ascii_case("N") {
+                    self.ctl.reply(200, "DCAU N.")?;
+                } else {
+                    self.ctl.reply(504, format!("DCAU {m} not supported: haul protects data channels with PROT P."))?;
+                }
+            }
+            Command::Rest(r) => {
+                self.rest = Some(r);
+                self.ctl.reply(350, "Restart Marker OK. Send STORE or RETR to initiate transfer.")?;
+            }
+            Command::Pwd => {
+                let cwd = self.cwd.replace('"', "\"\"");
+                self.ctl.reply(257, format!("\"{cwd}\" is current directory."))?;
+            }
+            Command::Cwd(p) => self.cmd_cwd(&p)?,
+            Command::Cdup => self.cmd_cwd("..")?,
+            Command::Size(p) => self.cmd_size(&p)?,
+            Command::Mdtm(p) => self.cmd_mdtm(&p)?,
+            Command::Mlst(p) => self.cmd_mlst(p.as_deref())?,
+            Command::Stat(p) => self.cmd_stat(p.as_deref())?,
+            Command::Cksm { algorithm, offset, length, path } => self.cmd_cksm(&algorithm, offset, length, &path)?,
+            Command::Mkd(p) => self.cmd_mkd(&p)?,
+            Command::Rmd(p) => self.cmd_remove(&p, true)?,
+            Command::Dele(p) => self.cmd_remove(&p, false)?,
+            Command::Rnfr(p) => self.cmd_rnfr(&p)?,
+            Command::Rnto(p) => self.cmd_rnto(&p)?,
+            Command::Abor => self.ctl.reply(226, "ABOR command successful; no transfer in progress.")?,
+            Command::Port(a) | Command::Eprt(a) => self.data.set_active(&mut self.ctl, vec![a], "PORT")?,
+            Command::Spor(addrs) => self.data.set_active(&mut self.ctl, addrs, "PORT")?,
+            Command::Pasv => self.cmd_passive(crate::transfer::Passive::Pasv)?,
+            Command::Epsv => self.cmd_passive(crate::transfer::Passive::Epsv)?,
+            Command::Spas => self.cmd_passive(crate::transfer::Passive::Spas)?,
+            Command::Retr(p) => self.cmd_retr(&p, None)?,
+            Command::Eret { offset, length, path } => self.cmd_retr(&path, Some((offset, length)))?,
+            Command::Stor(p) => self.cmd_stor(&p, WriteKind::Stor)?,
+            Command::Appe(p) => self.cmd_stor(&p, WriteKind::Appe)?,
+            Command::Esto { offset, path } => self.cmd_stor(&path, WriteKind::Esto(offset))?,
+            Command::List(p) => self.cmd_listing(p.as_deref(), crate::transfer::ListKind::List)?,
+            Command::Nlst(p) => self.cmd_listing(p.as_deref(), crate::transfer::ListKind::Nlst)?,
+            Command::Mlsd(p) => self.cmd_listing(p.as_deref(), crate::transfer::ListKind::Mlsd)?,
+            Command::Acct(_) => self.ctl.reply(202, "ACCT not needed.")?,
+            Command::Rein => self.ctl.reply(502, "REIN not implemented; reconnect instead.")?,
+            Command::Unknown { verb, .. } => self.ctl.reply(500, format!("Unknown command {verb}."))?,
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn cmd_user(&mut self, name: String) -> io::Result<()> {
+        if self.access.is_some() {
+            return self.ctl.reply(503, "Already logged in.");
+        }
+        self.ctl.reply(331, format!("Password required for {name}."))?;
+        self.user = Some(name);
+        Ok(())
+    }
+
+    fn cmd_pass(&mut self, pw: &str) -> io::Result<Flow> {
+        if self.access.is_some() {
+            self.ctl.reply(503, "Already logged in.")?;
+            return Ok(Flow::Continue);
+        }
+        let Some(name) = self.user.take() else {
+            self.ctl.reply(503, "Login with USER first.")?;
+            return Ok(Flow::Continue);
+        };
+        let cfg = &self.shared.cfg;
+        let access = if is_anonymous(&name) {
+            cfg.anonymous.then_some(Access { write: cfg.anonymous_write })
+        } else {
+            self.shared.users.as_ref().and_then(|u| u.verify(&name, pw))
+        };
+        match access {
+            Some(a) => {
+                self.anonymous = is_anonymous(&name);
+                self.access = Some(a);
+                tracing::info!(user = %name, write = a.write, "login");
+                self.ctl.reply(230, format!("User {name} logged in."))?;
+                Ok(Flow::Continue)
+            }
+            None => {
+                self.failures += 1;
+                tracing::warn!(user = %name, failures = self.failures, "login failed");
+                self.ctl.reply(530, "Login incorrect.")?;
+                if self.failures >= MAX_LOGIN_FAILURES {
+                    self.ctl.reply(421, "Too many failed logins; closing control connection.")?;
+                    return Ok(Flow::Close);
+                }
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
+    fn cmd_auth(&mut self, mech: &str) -> io::Result<Flow> {
+        let Some(cfg) = self.shared.tls.clone() else {
+            self.ctl.reply(502, "AUTH not available: this server has no TLS certificate.")?;
+            return Ok(Flow::Continue);
+        };
+        if mech != "TLS" && mech != "TLS-C" && mech != "SSL" {
+            self.ctl.reply(504, format!("AUTH {mech} not supported; use AUTH TLS."))?;
+            return Ok(Flow::Continue);
+        }
+        if self.ctl.is_tls() {
+            self.ctl.reply(503, "Control connection already protected by TLS.")?;
+            return Ok(Flow::Continue);
+        }
+        self.ctl.reply(234, "AUTH TLS successful.")?;
+        if let Err(e) = self.ctl.upgrade(cfg) {
+            tracing::warn!(error = %e, "TLS upgrade of the control connection failed");
+            return Ok(Flow::Close);
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn cmd_prot(&mut self, level: ProtLevel) -> io::Result<()> {
+        match level {
+            ProtLevel::Clear => {
+                self.prot_private = false;
+                self.ctl.reply(200, "Protection level set to C.")
+            }
+            ProtLevel::Private if self.ctl.is_tls() => {
+                self.prot_private = true;
+                self.ctl.reply(200, "Protection level set to P.")
+            }
+            ProtLevel::Private => self.ctl.reply(503, "PROT P needs AUTH TLS first."),
+            _ => self.ctl.reply(536, "Only PROT C and PROT P are supported."),
+        }
+    }
+
+    fn cmd_feat(&mut self) -> io::Result<()> {
+        let algs: String = Algorithm::ALL.iter().map(|a| format!("{};", a.name())).collect();
+        let mut lines = vec!["Extensions supported".to_string()];
+        let mut feats = vec![
+            "UTF8".to_string(),
+            "PARALLEL".to_string(),
+            "ERET".to_string(),
+            "ESTO".to_string(),
+            "SPAS".to_string(),
+            "SPOR".to_string(),
+            "SBUF".to_string(),
+            "DCAU".to_string(),
+            "SIZE".to_string(),
+            "MDTM".to_string(),
+            "REST STREAM".to_string(),
+            "MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;UNIX.uid*;UNIX.gid*;".to_string(),
+            "MLSD".to_string(),
+            format!("CKSM {algs}"),
+            "HAUL 1".to_string(),
+        ];
+        if self.shared.tls.is_some() {
+            feats.extend(["AUTH TLS".to_string(), "PBSZ".to_string(), "PROT".to_string()]);
+        }
+        lines.extend(feats.into_iter().map(|f| format!(" {f}")));
+        lines.push("End.".to_string());
+        self.ctl.send(&Reply::multi(211, lines))
+    }
+
+    fn help(&mut self, code: u16) -> io::Result<()> {
+        let lines = vec![
+            "The following commands are recognized:".to_string(),
+            "    ABOR    ALLO    APPE    AUTH    CDUP    CKSM    CWD     DCAU".to_string(),
+            "    DELE    EPRT    EPSV    ERET    ESTO    FEAT    HELP    LIST".to_string(),
+            "    MDTM    MKD     MLSD    MLST    MODE    NLST    NOOP    OPTS".to_string(),
+            "    PASS    PASV    PBSZ    PORT    PROT    PWD     QUIT    REST".to_string(),
+            "    RETR    RMD     RNFR    RNTO    SBUF    SITE    SIZE    SPAS".to_string(),
+            "    SPOR    STAT    STOR    STRU    SYST    TYPE    USER".to_string(),
+            "End".to_string(),
+        ];
+        self.ctl.send(&Reply::multi(code, lines))
+    }
+
+    fn cmd_site(&mut self, text: &str) -> io::Result<()> {
+        let (sub, _) = text.split_once(' ').unwrap_or((text, ""));
+        match sub.to_ascii_uppercase().as_str() {
+            "HELP" => self.help(214),
+            "CLIENTINFO" => self.ctl.reply(250, "OK."),
+            _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
+        }
+    }
+
+    fn cmd_opts(&mut self, command: &str, options: &str) -> io::Result<()> {
+        match command {
+            "RETR" => match RetrOptions::parse(options) {
+                Ok(o) => {
+                    if let Some(p) = o.parallelism {
+                        self.data.parallelism = p as usize;
+                    }
+                    self.ctl.reply(200, "OPTS Command Successful.")
+                }
+                Err(e) => self.ctl.reply(501, format!("{e}.")),
+            },
+            "UTF8" => self.ctl.reply(200, "UTF8 mode is always on."),
+            _ => self.ctl.reply(501, format!("OPTS {command} not understood.")),
+        }
+    }
+
+    fn cmd_sbuf(&mut self, n: u64) -> io::Result<()> {
+        if !(4096..=(1 << 30)).contains(&n) {
+            return self.ctl.reply(501, format!("SBUF {n} out of range 4096..=1073741824."));
+        }
+        self.data.sbuf = Some(n as usize);
+        self.ctl.reply(200, "SBUF Command Successful.")
+    }
+
+    /// Resolves a path argument, replying 550 when it leaves the root.
+    pub(crate) fn resolve(&mut self, arg: &str) -> io::Result<Option<Target>> {
+        match self.shared.vfs.resolve(&self.cwd, arg) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => {
+                tracing::warn!(path = arg, error = %e, "path refused");
+                self.ctl.reply(550, e.to_string())?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Resolves a path that must be a real file or directory (not a virtual device).
+    pub(crate) fn resolve_real(&mut self, arg: &str) -> io::Result<Option<(String, PathBuf)>> {
+        match self.resolve(arg)? {
+            Some(Target::Path { virt, real }) => Ok(Some((virt, real))),
+            Some(_) => {
+                self.ctl.reply(550, format!("{arg}: not a regular file or directory (virtual device)"))?;
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Replies 550 and returns false unless the user may write.
+    pub(crate) fn check_write(&mut self) -> io::Result<bool> {
+        if self.access.is_some_and(|a| a.write) {
+            return Ok(true);
+        }
+        let why = if self.anonymous { "anonymous is read-only" } else { "read-only user" };
+        self.ctl.reply(550, format!("Permission denied ({why})."))?;
+        Ok(false)
+    }
+
+    fn cmd_cwd(&mut self, arg: &str) -> io::Result<()> {
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::metadata(&real) {
+            Ok(m) if m.is_dir() => {
+                self.cwd = virt;
+                self.ctl.reply(250, "CWD command successful.")
+            }
+            Ok(_) => self.ctl.reply(550, format!("{virt}: Not a directory")),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_size(&mut self, arg: &str) -> io::Result<()> {
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::metadata(&real) {
+            Ok(m) if m.is_file() => self.ctl.reply(213, m.len().to_string()),
+            Ok(_) => self.ctl.reply(550, format!("{virt}: not a regular file")),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_mdtm(&mut self, arg: &str) -> io::Result<()> {
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::metadata(&real) {
+            Ok(m) => self.ctl.reply(213, listing::mdtm(&m)),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_mlst(&mut self, arg: Option<&str>) -> io::Result<()> {
+        let arg = arg.unwrap_or(".").to_string();
+        let Some((virt, real)) = self.resolve_real(&arg)? else { return Ok(()) };
+        let write = self.access.is_some_and(|a| a.write);
+        match fs::metadata(&real) {
+            Ok(m) => {
+                let line = format!(" {}{virt}", listing::facts(&m, None, write));
+                self.ctl.send(&Reply::multi(250, vec![format!("Listing {virt}"), line, "End.".into()]))
+            }
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_stat(&mut self, arg: Option<&str>) -> io::Result<()> {
+        let Some(arg) = arg else {
+            let user = if self.anonymous { "anonymous" } else { "a named user" };
+            let lines = vec!["haul GridFTP server status:".into(), format!("    Logged in as {user}"), "End.".into()];
+            return self.ctl.send(&Reply::multi(211, lines));
+        };
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match listing::list(&real, true) {
+            Ok(body) => {
+                let mut lines = vec![format!("status of {virt}")];
+                lines.extend(String::from_utf8_lossy(&body).lines().map(|l| format!(" {l}")));
+                lines.push("End.".into());
+                self.ctl.send(&Reply::multi(213, lines))
+            }
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_cksm(&mut self, alg: &str, offset: u64, length: Option<u64>, arg: &str) -> io::Result<()> {
+        let alg: Algorithm = match alg.parse() {
+            Ok(a) => a,
+            Err(e) => return self.ctl.reply(504, format!("{e}.")),
+        };
+        let Some(target) = self.resolve(arg)? else { return Ok(()) };
+        let result = match target {
+            Target::Zero => match length {
+                Some(_) => checksum(&Zero, alg, offset, length),
+                None => return self.ctl.reply(550, "/dev/zero: endless; give CKSM a length."),
+            },
+            Target::Null => checksum(&Zero, alg, 0, Some(0)),
+            Target::Path { virt, real } => match fs::File::open(&real).and_then(|f| {
+                if f.metadata()?.is_dir() {
+                    return Err(io::Error::new(io::ErrorKind::InvalidInput, "Is a directory"));
+                }
+                Ok(f)
+            }) {
+                Ok(f) => checksum(&f as &dyn Source, alg, offset, length),
+                Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+            },
+        };
+        match result {
+            Ok(hex) => self.ctl.reply(213, hex),
+            Err(e) => self.ctl.reply(550, format!("{arg}: checksum failed: {e}")),
+        }
+    }
+
+    fn cmd_mkd(&mut self, arg: &str) -> io::Result<()> {
+        if !self.check_write()? {
+            return Ok(());
+        }
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::create_dir(&real) {
+            Ok(()) => self.ctl.reply(257, format!("\"{virt}\" directory created.")),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => self.ctl.reply(553, fs_error(&virt, &e)),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_remove(&mut self, arg: &str, dir: bool) -> io::Result<()> {
+        if !self.check_write()? {
+            return Ok(());
+        }
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        if virt == "/" {
+            return self.ctl.reply(550, "/: Permission denied (the served root cannot be removed)");
+        }
+        let r = if dir { fs::remove_dir(&real) } else { fs::remove_file(&real) };
+        match r {
+            Ok(()) => self.ctl.reply(250, format!("{} command successful.", if dir { "RMD" } else { "DELE" })),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_rnfr(&mut self, arg: &str) -> io::Result<()> {
+        if !self.check_write()? {
+            return Ok(());
+        }
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::symlink_metadata(&real) {
+            Ok(_) if virt != "/" => {
+                self.rename_from = Some((virt, real));
+                self.ctl.reply(350, "File exists, ready for destination name.")
+            }
+            Ok(_) => self.ctl.reply(550, "/: Permission denied (the served root cannot be renamed)"),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+
+    fn cmd_rnto(&mut self, arg: &str) -> io::Result<()> {
+        let Some((_, from)) = self.rename_from.take() else {
+            return self.ctl.reply(503, "RNTO needs RNFR first.");
+        };
+        if !self.check_write()? {
+            return Ok(());
+        }
+        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        match fs::rename(&from, &real) {
+            Ok(()) => self.ctl.reply(250, "Rename successful."),
+            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+        }
+    }
+}
