@@ -18,4 +18,4 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 export PATH="$PATH:/usr/sbin"
 
-cargo test --workspace --locked "$@"
+cargo test --workspace "$@"
