@@ -1,0 +1,131 @@
+//! Network namespaces: create, delete, list by prefix, run code or commands inside one, and
+//! write its sysctls.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// Where `ip netns` keeps its named namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
+/// Runs `ip ARGS…`, failing with the command line and its stderr.
+pub fn ip(args: &[&str]) -> Result<()> {
+    let cmd_line = format!("ip {}", args.join(" "));
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| Error::Command {
+            cmd: cmd_line.clone(),
+            detail: e.to_string(),
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Command {
+            cmd: cmd_line,
+            detail: format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        })
+    }
+}
+
+/// Creates the named namespace.
+pub fn add(name: &str) -> Result<()> {
+    ip(&["netns", "add", name])
+}
+
+/// Deletes the named namespace (the kernel frees it once no process or fd holds it).
+pub fn del(name: &str) -> Result<()> {
+    ip(&["netns", "del", name])
+}
+
+/// Names of the existing namespaces starting with `prefix`.
+pub fn list(prefix: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = dir
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Deletes every namespace whose name starts with `prefix`; returns the names deleted.
+pub fn del_prefix(prefix: &str) -> Result<Vec<String>> {
+    let names = list(prefix);
+    for n in &names {
+        del(n)?;
+    }
+    Ok(names)
+}
+
+/// Checks that namespaces can be created here (root, `ip` present) by adding and deleting a
+/// probe namespace; the error says why not.
+pub fn available() -> Result<()> {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = format!("haulprobe-{}-{n}", std::process::id());
+    add(&probe)?;
+    del(&probe)
+}
+
+/// Runs `f` on a thread that has entered namespace `name`; sockets and devices it creates live
+/// in that namespace.
+pub fn enter<T, F>(name: &str, f: F) -> Result<T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    let path = Path::new(NETNS_DIR).join(name);
+    let file = File::open(&path)
+        .map_err(|e| Error::sys(format!("open namespace {}", path.display()), e))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on a valid namespace fd affects only this thread.
+            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(Error::sys(
+                    format!("setns into {name}"),
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| Error::Config(format!("thread in namespace {name} panicked")))?
+    })
+}
+
+/// Writes `value` to sysctl `key` (dotted, e.g. `net.ipv4.tcp_rmem`) inside namespace `ns`.
+/// Keys absent or read-only in a namespace (not namespaced on this kernel) are skipped when
+/// `optional`.
+pub fn sysctls(ns: &str, settings: &[(&str, String, bool)]) -> Result<()> {
+    enter(ns, || {
+        for (key, value, optional) in settings {
+            let path = format!("/proc/sys/{}", key.replace('.', "/"));
+            match std::fs::write(&path, value) {
+                Ok(()) => {}
+                Err(e)
+                    if *optional
+                        && matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                        ) => {}
+                Err(e) => {
+                    return Err(Error::sys(
+                        format!("sysctl {key}={value} in namespace {ns}"),
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(())
+    })?
+}

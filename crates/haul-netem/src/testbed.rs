@@ -1,0 +1,340 @@
+//! A running topology: namespaces, TUN devices, addresses, routes, sysctls and forwarder threads,
+//! torn down on `Drop`. The handle for tests, benches and the `haul netem` daemon.
+
+use std::net::Ipv4Addr;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::forward::{self, Shared};
+use crate::model::{DirModel, DirStats};
+use crate::netns;
+use crate::params::{DirParams, DirPatch};
+use crate::topology::{Dir, Topology};
+use crate::tun::Tun;
+
+/// The prefix of everything `haul netem` creates.
+pub const DEFAULT_PREFIX: &str = "haulnet-";
+
+/// How a testbed is brought up.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Prefix of namespace names; `up` first deletes stale namespaces carrying it.
+    pub prefix: String,
+    /// Seed of the model RNGs (each direction derives its own).
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            prefix: DEFAULT_PREFIX.into(),
+            seed: forward::now_ns(),
+        }
+    }
+}
+
+impl Options {
+    /// Options with the given namespace prefix.
+    pub fn with_prefix(prefix: &str) -> Self {
+        Options {
+            prefix: prefix.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Parameters and counters of one direction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DirReport {
+    /// Current parameters.
+    pub params: DirParams,
+    /// Counters.
+    pub stats: DirStats,
+    /// Packets the forwarder failed to write to the egress device.
+    pub write_errors: u64,
+}
+
+/// Parameters and counters of one link.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// The link's name, `a-b`.
+    pub name: String,
+    /// MTU, bytes.
+    pub mtu: u32,
+    /// Direction a→b.
+    pub ab: DirReport,
+    /// Direction b→a.
+    pub ba: DirReport,
+}
+
+struct LinkRt {
+    dirs: [Arc<Shared>; 2],
+}
+
+/// A topology that is up. Dropping it stops the forwarders and deletes the namespaces.
+pub struct Testbed {
+    opts: Options,
+    topo: Topology,
+    namespaces: Vec<String>,
+    links: Vec<LinkRt>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// TCP buffer maximum for the largest BDP: 4× (half the receive buffer is overhead, and the
+/// queue adds up to another BDP in flight), at least 16 MiB, at most 1 GiB.
+fn buffer_max(topo: &Topology) -> u64 {
+    ((4.0 * topo.max_bdp()) as u64).clamp(16 << 20, 1 << 30)
+}
+
+impl Testbed {
+    /// Brings `topo` up: namespaces `PREFIX+HOST`, one TUN pair and forwarder per link.
+    pub fn up(topo: &Topology, opts: Options) -> Result<Testbed> {
+        topo.validate()?;
+        let stale = netns::del_prefix(&opts.prefix)?;
+        if !stale.is_empty() {
+            tracing::warn!("deleted stale namespaces {stale:?}");
+        }
+        let mut tb = Testbed {
+            opts,
+            topo: topo.clone(),
+            namespaces: Vec::new(),
+            links: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+        };
+        let bufmax = buffer_max(topo);
+        for h in &topo.hosts {
+            let ns = tb.ns(h);
+            netns::add(&ns)?;
+            tb.namespaces.push(ns.clone());
+            netns::ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            let s = |k: &'static str, v: String| (k, v, false);
+            let o = |k: &'static str, v: String| (k, v, true);
+            netns::sysctls(
+                &ns,
+                &[
+                    o("net.ipv6.conf.all.disable_ipv6", "1".into()),
+                    o("net.ipv6.conf.default.disable_ipv6", "1".into()),
+                    s("net.ipv4.ip_forward", "1".into()),
+                    s("net.ipv4.conf.all.rp_filter", "0".into()),
+                    s("net.ipv4.conf.default.rp_filter", "0".into()),
+                    s("net.ipv4.tcp_rmem", format!("4096 131072 {bufmax}")),
+                    s("net.ipv4.tcp_wmem", format!("4096 16384 {bufmax}")),
+                    o("net.core.rmem_max", bufmax.to_string()),
+                    o("net.core.wmem_max", bufmax.to_string()),
+                ],
+            )?;
+        }
+        for (i, l) in topo.links.iter().enumerate() {
+            let mut tuns = Vec::new();
+            for host in [&l.a, &l.b] {
+                let ns = tb.ns(host);
+                let dev = topo.ifname(i, host);
+                let tun = Tun::create(&ns, &dev)?;
+                let mtu = l.mtu.to_string();
+                netns::ip(&[
+                    "-n",
+                    &ns,
+                    "link",
+                    "set",
+                    "dev",
+                    &dev,
+                    "mtu",
+                    &mtu,
+                    "txqueuelen",
+                    "10000",
+                    "up",
+                ])?;
+                let addr = format!("{}/24", topo.link_addr(i, host));
+                netns::ip(&["-n", &ns, "addr", "add", &addr, "dev", &dev])?;
+                tuns.push(Arc::new(tun));
+            }
+            let rtt = l.rtt();
+            let mk = |p: &DirParams, d: u64| {
+                Arc::new(Shared {
+                    model: Mutex::new(DirModel::new(
+                        p.clone(),
+                        rtt,
+                        l.mtu,
+                        tb.opts.seed ^ (i as u64 * 2 + d),
+                    )),
+                    write_errors: AtomicU64::new(0),
+                })
+            };
+            let dirs = [mk(&l.ab, 0), mk(&l.ba, 1)];
+            for (d, (from, to)) in [(0, 1), (1, 0)].into_iter().enumerate() {
+                let (input, output, shared, stop) = (
+                    tuns[from].clone(),
+                    tuns[to].clone(),
+                    dirs[d].clone(),
+                    tb.stop.clone(),
+                );
+                let mtu = l.mtu as usize;
+                let name = format!("netem-{}{}", l.name(), if d == 0 { ">" } else { "<" });
+                let h = std::thread::Builder::new()
+                    .name(name.clone())
+                    .spawn(move || forward::run(input, output, shared, mtu, stop))
+                    .map_err(|e| Error::sys(format!("spawn forwarder thread {name}"), e))?;
+                tb.threads.push(h);
+            }
+            tb.links.push(LinkRt { dirs });
+        }
+        for h in &topo.hosts {
+            let ns = tb.ns(h);
+            for (li, via) in topo.routes(h) {
+                let net = format!("10.78.{li}.0/24");
+                let dev = topo.ifname(via, h);
+                netns::ip(&["-n", &ns, "route", "add", &net, "dev", &dev])?;
+            }
+        }
+        Ok(tb)
+    }
+
+    fn ns(&self, host: &str) -> String {
+        format!("{}{}", self.opts.prefix, host)
+    }
+
+    /// The topology as brought up (parameters as configured at `up`).
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The namespace of `host`.
+    pub fn namespace(&self, host: &str) -> Result<String> {
+        if self.topo.hosts.iter().any(|h| h == host) {
+            Ok(self.ns(host))
+        } else {
+            Err(Error::Unknown {
+                kind: "host",
+                name: host.into(),
+            })
+        }
+    }
+
+    /// The address of `host`.
+    pub fn addr(&self, host: &str) -> Result<Ipv4Addr> {
+        self.topo.addr(host)
+    }
+
+    /// A command that runs `program` inside `host` (`ip netns exec`).
+    pub fn command(&self, host: &str, program: &str) -> Result<Command> {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.namespace(host)?, program]);
+        Ok(c)
+    }
+
+    /// Runs `program ARGS…` inside `host` to completion; a non-zero exit is an error.
+    pub fn run(&self, host: &str, program: &str, args: &[&str]) -> Result<Output> {
+        let cmd = format!("{program} {} (in {host})", args.join(" "));
+        let out = self
+            .command(host, program)?
+            .args(args)
+            .output()
+            .map_err(|e| Error::Command {
+                cmd: cmd.clone(),
+                detail: e.to_string(),
+            })?;
+        if !out.status.success() {
+            let detail = format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return Err(Error::Command { cmd, detail });
+        }
+        Ok(out)
+    }
+
+    /// Runs `f` on a thread inside `host`'s namespace (sockets it opens live there).
+    pub fn enter<T: Send, F: FnOnce() -> T + Send>(&self, host: &str, f: F) -> Result<T> {
+        netns::enter(&self.namespace(host)?, f)
+    }
+
+    /// Current parameters and counters of every link.
+    pub fn stats(&self) -> Vec<LinkReport> {
+        let report = |s: &Shared| {
+            let (params, stats) = match s.model.lock() {
+                Ok(m) => (m.params().clone(), m.stats()),
+                Err(p) => (p.get_ref().params().clone(), p.get_ref().stats()),
+            };
+            DirReport {
+                params,
+                stats,
+                write_errors: s.write_errors.load(Ordering::Relaxed),
+            }
+        };
+        self.topo
+            .links
+            .iter()
+            .zip(&self.links)
+            .map(|(l, rt)| LinkReport {
+                name: l.name(),
+                mtu: l.mtu,
+                ab: report(&rt.dirs[0]),
+                ba: report(&rt.dirs[1]),
+            })
+            .collect()
+    }
+
+    /// Changes the parameters of `link` (`a-b`) in direction `dir` (`None`: both) while running.
+    pub fn set(&self, link: &str, dir: Option<Dir>, patch: &DirPatch) -> Result<()> {
+        let i = self.topo.link_index(link)?;
+        let spec = &self.topo.links[i];
+        let rt = &self.links[i];
+        let lock = |d: usize| {
+            rt.dirs[d]
+                .model
+                .lock()
+                .map_err(|_| Error::Control(format!("link {link} forwarder panicked")))
+        };
+        let (mut ab, mut ba) = (lock(0)?, lock(1)?);
+        let mut p = [ab.params().clone(), ba.params().clone()];
+        for (d, which) in [(0, Dir::Ab), (1, Dir::Ba)] {
+            if dir.is_none_or(|x| x == which) {
+                patch.apply(&mut p[d]);
+                p[d].validate(&format!("link {link} direction {which:?}"))?;
+            }
+        }
+        let rtt = p[0].delay + p[1].delay;
+        let [pa, pb] = p;
+        ab.set_params(pa, rtt, spec.mtu);
+        ba.set_params(pb, rtt, spec.mtu);
+        Ok(())
+    }
+
+    /// Stops the forwarders and deletes the namespaces, reporting the first failure.
+    pub fn down(mut self) -> Result<()> {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.links.clear();
+        let mut first = Ok(());
+        for ns in self.namespaces.drain(..) {
+            if let Err(e) = netns::del(&ns) {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            tracing::error!("testbed teardown: {e}");
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `haul cp` against `haul serve`, both as real binaries: TLS (`haul://`) both ways, a killed
+//! upload resumed from the server's restart markers, and a rejected login's exit code.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// A `haul serve` child, killed on drop.
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(root: &Path, extra: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
+    Serve { child, addr }
+}
+
+fn cp(args: &[&str], history: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).output().unwrap();
+    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn tls_download_and_upload() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    fs::write(&cert, ck.cert.pem()).unwrap();
+    fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let data = random_bytes(5 << 20, 21);
+    fs::write(root.join("f"), &data).unwrap();
+    let s = serve(&root, &["--anonymous", "--anonymous-write", "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    let port = s.addr.rsplit(':').next().unwrap();
+    let hist = dir.path().join("h.sqlite");
+    let dl = dir.path().join("dl");
+    let url = format!("haul://localhost:{port}/f");
+    let out = cp(&["-p", "3", "--json", "--ca", cert.to_str().unwrap(), &url, dl.to_str().unwrap()], &hist);
+    assert!(out.status.success());
+    assert_eq!(fs::read(&dl).unwrap(), data);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["checksum"], "XXH128", "haul peers verify with XXH128");
+    let up = format!("haul://localhost:{port}/up");
+    assert!(cp(&["-p", "3", "--ca", cert.to_str().unwrap(), dl.to_str().unwrap(), &up], &hist).status.success());
+    assert_eq!(fs::read(root.join("up")).unwrap(), data);
+    // Without the CA the client refuses to talk.
+    let other = tempfile::NamedTempFile::new().unwrap();
+    fs::write(other.path(), rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap().cert.pem()).unwrap();
+    let out = cp(&["--ca", other.path().to_str().unwrap(), &url, dir.path().join("x").to_str().unwrap()], &hist);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TLS"), "the error names TLS");
+}
+
+#[test]
+fn killed_upload_resumes_from_restart_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    let size = 40 << 20;
+    let data = random_bytes(size, 5);
+    let src = dir.path().join("src.bin");
+    fs::write(&src, &data).unwrap();
+    fs::write(root.join("up.bin"), b"old contents").unwrap();
+    let s = serve(&root, &["--anonymous", "--anonymous-write"]);
+    let hist = dir.path().join("h.sqlite");
+    let state = dir.path().join("state");
+    let url = format!("ftp://{}/up.bin", s.addr);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["cp", "-p", "2", "--max-rate", "10M", "--sample-ms", "100", src.to_str().unwrap(), &url])
+        .arg("--history")
+        .arg(&hist)
+        .env("XDG_STATE_HOME", &state)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal_dir = state.join("haul/resume");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let held: u64 = fs::read_dir(&journal_dir)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter_map(|e| fs::read_to_string(e.path()).ok())
+                    .filter_map(|t| haul_proto::RangeSet::parse(&t).ok())
+                    .map(|r| r.covered())
+                    .sum()
+            })
+            .unwrap_or(0);
+        if held >= 8 << 20 {
+            break held;
+        }
+        assert!(Instant::now() < deadline, "no restart marker journaled");
+        assert!(child.try_wait().unwrap().is_none(), "upload ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(fs::read(root.join("up.bin")).unwrap(), b"old contents", "an unfinished upload must not replace the target");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["cp", "--resume", "--json", "-p", "2", src.to_str().unwrap(), &url])
+        .arg("--history")
+        .arg(&hist)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["bytes"].as_u64().unwrap() <= size as u64 - held, "resume re-sent bytes the server held: {j}");
+    assert_eq!(j["verified_files"], 1);
+    assert_eq!(fs::read(root.join("up.bin")).unwrap(), data, "resumed upload differs");
+}
+
+#[test]
+fn bad_credentials_exit_4_and_name_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("users"), "alice:$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:rw\n").unwrap();
+    let s = serve(dir.path(), &["--users", dir.path().join("users").to_str().unwrap()]);
+    let out = cp(&[&format!("ftp://alice:wrong@{}/users", s.addr), dir.path().join("x").to_str().unwrap()], &dir.path().join("h.sqlite"));
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("authentication failed"));
+    assert!(!dir.path().join("x").exists());
+}
