@@ -125,6 +125,12 @@ pub fn checksum(src: &dyn Source, alg: Algorithm, offset: u64, length: Option<u6
     Ok(h.finish_hex())
 }
 
+/// Checksums a whole local file; errors name the path.
+pub fn checksum_path(path: &std::path::Path, alg: Algorithm) -> Result<String, crate::XferError> {
+    let f = std::fs::File::open(path).map_err(|e| crate::XferError::io(&path.display().to_string(), e))?;
+    checksum(&f, alg, 0, None).map_err(|e| crate::XferError::io(&path.display().to_string(), e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,9 @@ use haul_transport::io::{Sink, Source};
 use haul_transport::mode_e::{self, Acceptor, Progress};
 use haul_transport::{socket, Conn};
 
+use std::path::Path;
+
+use crate::checksum::Algorithm;
 use crate::control::Control;
 use crate::error::XferError;
 use crate::tls::ClientTls;
@@ -85,8 +88,8 @@ pub struct GetItem<'a> {
     /// A partial read `(offset, length)` sent as ERET P instead of RETR; blocks land at 0-based
     /// offsets relative to `offset`, as Globus does.
     pub eret: Option<(u64, u64)>,
-    /// Checksum algorithm to ask the server for, before the RETR.
-    pub cksm: Option<&'static str>,
+    /// Checksum to ask the server for after the RETR; the local file is hashed meanwhile.
+    pub cksm: Option<(Algorithm, &'a Path)>,
     /// Live counters.
     pub progress: &'a Progress,
 }
@@ -102,7 +105,7 @@ pub struct PutItem<'a> {
     /// Ranges the server already holds (sent as REST; only the rest is sent).
     pub have: Option<RangeSet>,
     /// Checksum algorithm to ask the server for, after the STOR.
-    pub cksm: Option<&'static str>,
+    pub cksm: Option<Algorithm>,
     /// Live counters.
     pub progress: &'a Progress,
 }
@@ -112,6 +115,8 @@ pub struct PutItem<'a> {
 pub struct ItemResult {
     /// The server's checksum, when asked.
     pub server_cksm: Option<String>,
+    /// Our checksum of the downloaded file, computed while the server computed its own.
+    pub local_cksm: Option<String>,
     /// Ranges the server reported written (111 markers), uploads only.
     pub markers: RangeSet,
 }
@@ -121,6 +126,10 @@ fn retr_of(it: &GetItem<'_>) -> Command {
         Some((offset, length)) => Command::Eret { offset, length, path: it.path.clone() },
         None => Command::Retr(it.path.clone()),
     }
+}
+
+fn cksm_of(alg: Algorithm, path: &str) -> Command {
+    Command::Cksm { algorithm: alg.name().into(), offset: 0, length: None, path: path.to_string() }
 }
 
 fn parse_cksm(r: &Reply) -> Option<String> {
@@ -158,8 +167,8 @@ impl Session {
     }
 
     /// Remote checksum (CKSM alg 0 -1 path).
-    pub fn cksm(&mut self, alg: &str, path: &str) -> Result<String, XferError> {
-        let cmd = Command::Cksm { algorithm: alg.to_string(), offset: 0, length: None, path: path.to_string() };
+    pub fn cksm(&mut self, alg: Algorithm, path: &str) -> Result<String, XferError> {
+        let cmd = cksm_of(alg, path);
         let r = self.ctl.expect(&cmd, 213)?;
         parse_cksm(&r).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
     }
@@ -268,24 +277,16 @@ impl Session {
         for (i, item) in items.iter().enumerate() {
             while sent < items.len() && sent < i + depth {
                 let it = &items[sent];
-                if let Some(alg) = it.cksm {
-                    self.ctl.send(&Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: it.path.clone() })?;
-                }
                 if let Some(h) = &it.have {
                     self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
                 }
                 self.ctl.send(&retr_of(it))?;
+                if let Some((alg, _)) = it.cksm {
+                    self.ctl.send(&cksm_of(alg, &it.path))?;
+                }
                 sent += 1;
             }
             let mut res = ItemResult::default();
-            if let Some(alg) = item.cksm {
-                let r = self.ctl.final_reply(&mut |_| {})?;
-                let cmd = Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: item.path.clone() };
-                if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
-                }
-                res.server_cksm = parse_cksm(&r);
-            }
             if let Some(h) = &item.have {
                 let r = self.ctl.final_reply(&mut |_| {})?;
                 if r.code != 350 {
@@ -301,6 +302,20 @@ impl Session {
             let r = self.ctl.final_reply(&mut |_| {})?;
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            }
+            if let Some((alg, local)) = item.cksm {
+                // The server hashes its copy while we hash ours.
+                let ctl = &mut self.ctl;
+                let (reply, mine) = std::thread::scope(|s| {
+                    let h = s.spawn(|| crate::checksum::checksum_path(local, alg));
+                    (ctl.final_reply(&mut |_| {}), h.join())
+                });
+                let r = reply?;
+                if r.code != 213 {
+                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
+                }
+                res.server_cksm = parse_cksm(&r);
+                res.local_cksm = Some(mine.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
             }
             results.push(res);
         }
@@ -334,7 +349,7 @@ impl Session {
                 }
                 self.ctl.send(&Command::Stor(it.path.clone()))?;
                 if let Some(alg) = it.cksm {
-                    self.ctl.send(&Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: it.path.clone() })?;
+                    self.ctl.send(&cksm_of(alg, &it.path))?;
                 }
                 sent += 1;
             }
@@ -384,9 +399,8 @@ impl Session {
             let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
             if let Some(alg) = item.cksm {
                 let r = self.ctl.final_reply(&mut |_| {})?;
-                let cmd = Command::Cksm { algorithm: alg.into(), offset: 0, length: None, path: item.path.clone() };
                 if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
+                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
                 }
                 res.server_cksm = parse_cksm(&r);
             }

@@ -1,8 +1,9 @@
 //! The three kinds of worker the engine runs, one per control session (two for third-party):
 //! each takes batches of files, moves them pipelined, verifies them, and journals restart state.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use haul_proto::{Command, RangeSet};
@@ -24,11 +25,6 @@ pub const DEV_NULL: &str = "/dev/null";
 
 fn params(ctx: &Ctx<'_>) -> DataParams {
     DataParams { parallelism: ctx.parallelism(), tcp_buffer: ctx.opts().tcp_buffer, block: ctx.opts().block }
-}
-
-fn local_cksm(path: &Path, alg: Algorithm) -> Result<String, XferError> {
-    let f = File::open(path).map_err(|e| XferError::io(&path.display().to_string(), e))?;
-    checksum::checksum(&f, alg, 0, None).map_err(|e| XferError::io(&path.display().to_string(), e))
 }
 
 fn compare(ctx: &Ctx<'_>, job: &Job, tries: u32, alg: Algorithm, src: &str, dst: &str) -> Result<bool, XferError> {
@@ -111,7 +107,10 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                     len: Some(i.job.size),
                     have: i.have.clone(),
                     eret: zero.then_some((0, i.job.size)),
-                    cksm: if zero || i.part.is_none() { None } else { alg.map(Algorithm::name) },
+                    cksm: match (&i.part, alg) {
+                        (Some(part), Some(a)) if !zero => Some((a, part.as_path())),
+                        _ => None,
+                    },
                     progress: &i.progress,
                 }
             })
@@ -128,10 +127,9 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                 continue;
             };
             drop(i.sink);
-            let verified = match (alg, &r.server_cksm) {
-                (Some(a), Some(remote)) => {
-                    let local = local_cksm(&part, a)?;
-                    if !compare(ctx, &i.job, i.tries, a, remote, &local)? {
+            let verified = match (alg, &r.server_cksm, &r.local_cksm) {
+                (Some(a), Some(remote), Some(local)) => {
+                    if !compare(ctx, &i.job, i.tries, a, remote, local)? {
                         continue;
                     }
                     true
@@ -192,21 +190,41 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                 src: o.src.as_ref(),
                 len: o.job.size,
                 have: o.have.clone(),
-                cksm: if o.job.src == DEV_ZERO || o.job.dst == DEV_NULL { None } else { alg.map(Algorithm::name) },
+                cksm: if o.job.src == DEV_ZERO || o.job.dst == DEV_NULL { None } else { alg },
                 progress: &o.progress,
             })
             .collect();
-        let put = sess.put_many(&items, &params(ctx), ctx.opts().pipeline);
+        // Hash the sources on another core while they are sent.
+        let to_hash: Vec<(usize, PathBuf)> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| alg.is_some() && o.job.src != DEV_ZERO && o.job.dst != DEV_NULL)
+            .map(|(k, o)| (k, PathBuf::from(&o.job.src)))
+            .collect();
+        let (put, local) = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                to_hash
+                    .iter()
+                    .map(|(k, p)| alg.map(|a| checksum::checksum_path(p, a).map(|d| (*k, d))).transpose())
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            let put = sess.put_many(&items, &params(ctx), ctx.opts().pipeline);
+            (put, h.join())
+        });
         drop(items);
+        let local: HashMap<usize, String> = local
+            .unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?
+            .into_iter()
+            .flatten()
+            .collect();
         for o in &out {
             ctx.untrack(o.id);
         }
         let results = put?;
-        for (o, r) in out.into_iter().zip(results) {
-            let verified = match (alg, &r.server_cksm) {
-                (Some(a), Some(remote)) => {
-                    let local = local_cksm(Path::new(&o.job.src), a)?;
-                    if !compare(ctx, &o.job, o.tries, a, &local, remote)? {
+        for (k, (o, r)) in out.into_iter().zip(results).enumerate() {
+            let verified = match (alg, &r.server_cksm, local.get(&k)) {
+                (Some(a), Some(remote), Some(mine)) => {
+                    if !compare(ctx, &o.job, o.tries, a, mine, remote)? {
                         resume::clear(&o.journal);
                         continue;
                     }
@@ -278,8 +296,8 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
             r?;
             let verified = match alg {
                 Some(x) => {
-                    let s = src.cksm(x.name(), &job.src)?;
-                    let d = dst.cksm(x.name(), &job.dst)?;
+                    let s = src.cksm(x, &job.src)?;
+                    let d = dst.cksm(x, &job.dst)?;
                     if !compare(ctx, &job, tries, x, &s, &d)? {
                         continue;
                     }

@@ -1,0 +1,212 @@
+//! Alg. 3 concurrency search against synthetic throughput-vs-concurrency curves.
+
+use haul_tune::concurrency::{
+    gamma, ConcurrencyConfig, ConcurrencySearch, Decision, Phase, Retune, Utility,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Runs the search on `curve` until it settles; returns (final cc, samples).
+fn settle(cfg: ConcurrencyConfig, curve: impl Fn(u32) -> f64) -> (u32, usize) {
+    let mut s = ConcurrencySearch::new(cfg).expect("config");
+    let mut d = s.start();
+    for _ in 0..100 {
+        if let Decision::Run(cc) = d {
+            return (cc, s.samples());
+        }
+        d = s.next(curve(d.cc())).expect("finite");
+    }
+    panic!("search did not settle: {s:?}");
+}
+
+fn no_retune() -> ConcurrencyConfig {
+    ConcurrencyConfig {
+        retune: None,
+        ..ConcurrencyConfig::default()
+    }
+}
+
+#[test]
+fn eq_3_1_worked_examples() {
+    assert!(
+        (gamma(2, 100.0, 4, 120.0, 0.1) - 1.0).abs() < 1e-12,
+        "2→4 expects 20%"
+    );
+    assert!(
+        (gamma(10, 100.0, 12, 112.0, 0.1) - 1.0).abs() < 1e-12,
+        "10→12 expects 12%"
+    );
+    let u = Utility::default();
+    assert!(u.better(4, 125.0, 2, 100.0));
+    assert!(u.better(2, 100.0, 4, 115.0));
+}
+
+#[test]
+fn monotone_saturating_curve_stops_at_the_knee() {
+    let (cc, samples) = settle(no_retune(), |c| {
+        10_000.0 * (1.0 - (-f64::from(c) / 6.0).exp())
+    });
+    assert!((6..=12).contains(&cc), "knee choice {cc}");
+    assert!(samples <= 10, "samples {samples}");
+}
+
+#[test]
+fn peaked_curve_finds_the_peak() {
+    let curve = |c: u32| {
+        let x = f64::from(c);
+        if x <= 12.0 {
+            800.0 * x
+        } else {
+            9600.0 - 300.0 * (x - 12.0)
+        }
+    };
+    let (cc, _) = settle(no_retune(), curve);
+    assert!((8..=14).contains(&cc), "peak choice {cc}");
+}
+
+#[test]
+fn noisy_peaked_curve_mostly_near_the_peak() {
+    let mut hits = 0;
+    for seed in 0..200 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut noisy = move |c: u32| {
+            let x = f64::from(c);
+            let base = if x <= 12.0 {
+                800.0 * x
+            } else {
+                9600.0 - 300.0 * (x - 12.0)
+            };
+            base * (1.0 + 0.05 * (rng.gen::<f64>() * 2.0 - 1.0))
+        };
+        let mut s = ConcurrencySearch::new(no_retune()).expect("config");
+        let mut d = s.start();
+        while let Decision::Measure(c) = d {
+            d = s.next(noisy(c)).expect("finite");
+        }
+        hits += usize::from((6..=16).contains(&d.cc()));
+    }
+    assert!(hits >= 180, "{hits}/200 near the peak");
+}
+
+#[test]
+fn still_improving_at_the_cap_seeks_from_the_cap() {
+    // Upper-limit edge case: thr ∝ cc² keeps paying; the search reaches 32 and stays there
+    // (the literal `cc*2 < 32` test would halve back to 8 and climb by 2s).
+    let (cc, samples) = settle(no_retune(), |c| 10.0 * f64::from(c * c));
+    assert_eq!(
+        (cc, samples),
+        (32, 7),
+        "1,2,4,8,16,32 plus the seek point 30"
+    );
+    let capped = ConcurrencyConfig {
+        cap: 20,
+        ..no_retune()
+    };
+    assert_eq!(settle(capped, |c| 10.0 * f64::from(c * c)), (20, 7));
+}
+
+#[test]
+fn channel_cost_does_not_grab_32_streams_for_2_percent() {
+    // Flat above 16: 32 channels give 2% more than 16.
+    let curve = |c: u32| {
+        if c <= 16 {
+            600.0 * f64::from(c)
+        } else {
+            9600.0 * (1.0 + 0.02 * f64::from(c - 16) / 16.0)
+        }
+    };
+    for utility in [
+        Utility::Gamma { tolerance: 0.1 },
+        Utility::ChannelCost { k: 1.02 },
+    ] {
+        let (cc, _) = settle(
+            ConcurrencyConfig {
+                utility,
+                ..no_retune()
+            },
+            curve,
+        );
+        assert!(cc <= 18, "{utility:?} chose {cc}");
+    }
+}
+
+#[test]
+fn start_point_from_history_is_measured_first() {
+    let s = ConcurrencySearch::new(ConcurrencyConfig {
+        start: 12,
+        ..no_retune()
+    })
+    .expect("config");
+    assert_eq!(s.start(), Decision::Measure(12));
+    let (cc, _) = settle(
+        ConcurrencyConfig {
+            start: 12,
+            ..no_retune()
+        },
+        |c| {
+            let x = f64::from(c);
+            if x <= 12.0 {
+                800.0 * x
+            } else {
+                9600.0 - 300.0 * (x - 12.0)
+            }
+        },
+    );
+    assert!((10..=14).contains(&cc), "{cc}");
+}
+
+#[test]
+fn step_change_mid_run_triggers_a_retune() {
+    let before = |c: u32| 1000.0 * f64::from(c.min(16));
+    let after = |c: u32| 1000.0 * f64::from(c.min(6)) - 50.0 * f64::from(c.saturating_sub(6));
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).expect("config");
+    let mut d = s.start();
+    let mut settled_before = None;
+    for step in 0..200 {
+        let curve: &dyn Fn(u32) -> f64 = if settled_before.is_some() && step > 40 {
+            &after
+        } else {
+            &before
+        };
+        if let (Decision::Run(c), None) = (d, settled_before) {
+            settled_before = Some(c);
+        }
+        d = s.next(curve(d.cc())).expect("finite");
+    }
+    let first = settled_before.expect("settled before the change");
+    assert!(first >= 12, "first choice {first}");
+    assert!(s.retunes() >= 1);
+    assert_eq!(s.phase(), Phase::Finished);
+    assert!((4..=8).contains(&d.cc()), "after the change {:?}", d);
+}
+
+#[test]
+fn small_noise_after_convergence_does_not_retune() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let cfg = ConcurrencyConfig {
+        retune: Some(Retune::default()),
+        ..ConcurrencyConfig::default()
+    };
+    let mut s = ConcurrencySearch::new(cfg).expect("config");
+    let mut d = s.start();
+    for _ in 0..300 {
+        let base = 1000.0 * f64::from(d.cc().min(8));
+        d = s
+            .next(base * (1.0 + 0.08 * (rng.gen::<f64>() * 2.0 - 1.0)))
+            .expect("finite");
+    }
+    assert_eq!(s.retunes(), 0);
+    assert!(matches!(d, Decision::Run(_)));
+}
+
+#[test]
+fn bad_input_is_rejected() {
+    let mut s = ConcurrencySearch::new(no_retune()).expect("config");
+    assert!(s.next(f64::NAN).is_err());
+    assert!(s.next(-1.0).is_err());
+    assert!(ConcurrencySearch::new(ConcurrencyConfig {
+        utility: Utility::Gamma { tolerance: 0.0 },
+        ..no_retune()
+    })
+    .is_err());
+}
