@@ -203,33 +203,36 @@ pub fn receive(
             spawn(c);
         }
         loop {
-            {
-                let st = state.lock().unwrap_or_else(|p| p.into_inner());
-                if st.done() {
+            let st = state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.done() {
+                break;
+            }
+            let Some(a) = acceptor else {
+                if st.readers == 0 {
+                    let mut st = st;
+                    st.error.get_or_insert_with(|| {
+                        io::Error::new(io::ErrorKind::UnexpectedEof, "data connections ended before every EOD arrived")
+                    });
                     break;
                 }
-                if acceptor.is_none() {
-                    if st.readers == 0 {
-                        drop(st);
-                        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-                        st.error.get_or_insert_with(|| {
-                            io::Error::new(io::ErrorKind::UnexpectedEof, "data connections ended before every EOD arrived")
-                        });
-                        break;
+                let _unused = cv.wait_timeout(st, Duration::from_millis(200));
+                continue;
+            };
+            // Poll for new connections without delaying the end of the transfer: readers wake
+            // the condition variable on every EOD / EOF.
+            drop(st);
+            match a.accept(Duration::ZERO) {
+                Ok(Some(c)) => spawn(c),
+                Ok(None) => {
+                    let st = state.lock().unwrap_or_else(|p| p.into_inner());
+                    if !st.done() {
+                        let _unused = cv.wait_timeout(st, Duration::from_millis(2));
                     }
-                    let _unused = cv.wait_timeout(st, Duration::from_millis(200));
-                    continue;
                 }
-            }
-            if let Some(a) = acceptor {
-                match a.accept(Duration::from_millis(20)) {
-                    Ok(Some(c)) => spawn(c),
-                    Ok(None) => {}
-                    Err(e) => {
-                        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-                        st.error.get_or_insert(e);
-                        break;
-                    }
+                Err(e) => {
+                    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                    st.error.get_or_insert(e);
+                    break;
                 }
             }
         }
