@@ -24,6 +24,8 @@ enum Command {
     History(cmd::history::Args),
     /// Emulate wide-area links between network namespaces.
     Netem(cmd::netem::Args),
+    /// Profile a transport over a path (TPG) and tune it (FastProf).
+    Profile(cmd::profile::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +37,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Netem(a) => cmd::netem::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
     };
     match result {
         Ok(code) => code,

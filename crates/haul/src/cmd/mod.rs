@@ -4,6 +4,7 @@ pub mod cp;
 pub mod demo;
 pub mod history;
 pub mod netem;
+pub mod profile;
 pub mod serve;
 
 use std::process::ExitCode;
