@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use haul_transport::io::Source;
 use md5::Digest;
+use std::os::unix::fs::FileExt;
 
 /// A checksum algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -121,6 +122,41 @@ pub fn checksum(src: &dyn Source, alg: Algorithm, offset: u64, length: Option<u6
         }
         h.update(&buf[..n]);
         at += n as u64;
+    }
+    Ok(h.finish_hex())
+}
+
+/// Hashes a file that is still being written, following the contiguous prefix that
+/// `written()` reports, so the digest is ready moments after the last byte lands. `finished`
+/// turns true once no more bytes will come; then the rest of the file is hashed.
+pub fn follow(
+    path: &std::path::Path,
+    alg: Algorithm,
+    written: &dyn Fn() -> u64,
+    finished: &std::sync::atomic::AtomicBool,
+) -> Result<String, crate::XferError> {
+    use std::sync::atomic::Ordering;
+    let what = || path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| crate::XferError::io(&what(), e))?;
+    let mut h = Hasher::new(alg);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        let done = finished.load(Ordering::Acquire);
+        let limit = if done { u64::MAX } else { written() };
+        if at < limit {
+            let want = ((limit - at).min(buf.len() as u64)) as usize;
+            let n = FileExt::read_at(&f, &mut buf[..want], at).map_err(|e| crate::XferError::io(&what(), e))?;
+            if n == 0 && done {
+                break;
+            }
+            h.update(&buf[..n]);
+            at += n as u64;
+        } else if done {
+            break;
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     Ok(h.finish_hex())
 }

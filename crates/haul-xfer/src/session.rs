@@ -298,19 +298,24 @@ impl Session {
             if !r.is_preliminary() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
-            self.receive_into(item)?;
+            // Hash our copy as its contiguous prefix grows, so verification costs little more
+            // than the transfer itself; the server hashes its copy after the RETR.
+            let finished = std::sync::atomic::AtomicBool::new(false);
+            let prefix = || item.progress.ranges.lock().ok().and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1)).unwrap_or(0);
+            let (prefix, finished) = (&prefix, &finished);
+            let (got, mine) = std::thread::scope(|s| {
+                let follower = item.cksm.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
+                let got = self.receive_into(item);
+                finished.store(true, std::sync::atomic::Ordering::Release);
+                (got, follower.map(|h| h.join()))
+            });
+            got?;
             let r = self.ctl.final_reply(&mut |_| {})?;
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
-            if let Some((alg, local)) = item.cksm {
-                // The server hashes its copy while we hash ours.
-                let ctl = &mut self.ctl;
-                let (reply, mine) = std::thread::scope(|s| {
-                    let h = s.spawn(|| crate::checksum::checksum_path(local, alg));
-                    (ctl.final_reply(&mut |_| {}), h.join())
-                });
-                let r = reply?;
+            if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
+                let r = self.ctl.final_reply(&mut |_| {})?;
                 if r.code != 213 {
                     return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
                 }
