@@ -103,6 +103,20 @@ where
     })
 }
 
+/// Lets namespaces choose any congestion control the kernel has: a namespace may only select
+/// algorithms in the host's `tcp_allowed_congestion_control`, which here lists `reno bbr` but
+/// not `cubic`. Adds the available ones to the allowed list; removes nothing.
+pub fn allow_all_congestion_controls() -> Result<()> {
+    let avail = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    let allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+    let a = std::fs::read_to_string(avail).map_err(|e| Error::sys(format!("reading {avail}"), e))?;
+    let cur = std::fs::read_to_string(allowed).map_err(|e| Error::sys(format!("reading {allowed}"), e))?;
+    if a.split_whitespace().all(|x| cur.split_whitespace().any(|y| y == x)) {
+        return Ok(());
+    }
+    std::fs::write(allowed, a.trim()).map_err(|e| Error::sys(format!("writing {allowed}"), e))
+}
+
 /// Writes `value` to sysctl `key` (dotted, e.g. `net.ipv4.tcp_rmem`) inside namespace `ns`.
 /// Keys absent or read-only in a namespace (not namespaced on this kernel) are skipped when
 /// `optional`.

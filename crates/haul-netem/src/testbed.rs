@@ -109,6 +109,7 @@ impl Testbed {
             threads: Vec::new(),
         };
         let bufmax = buffer_max(topo);
+        netns::allow_all_congestion_controls()?;
         for h in &topo.hosts {
             let ns = tb.ns(h);
             netns::add(&ns)?;

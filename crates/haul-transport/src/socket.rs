@@ -16,13 +16,42 @@ fn new_socket(addr: &SocketAddr, buffer: Option<usize>) -> io::Result<Socket> {
     Ok(s)
 }
 
+/// Unsent bytes a data socket may hold before `write` blocks. Without a bound, autotuned send
+/// buffers of tens of MB let a stream that just lost packets sit on megabytes of queued blocks
+/// while the other streams finish, so a transfer ends at the pace of its slowest stream.
+/// Bytes in flight are not limited by this, so throughput is not either.
+pub const NOTSENT_LOWAT: u32 = 1 << 20;
+
+/// Caps a data socket's unsent backlog at [`NOTSENT_LOWAT`].
+pub fn limit_unsent(s: &TcpStream) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = NOTSENT_LOWAT as libc::c_int;
+    // SAFETY: a valid socket fd and a c_int option value of the stated size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Opens a data connection to `addr` with the given socket buffer size (None: kernel autotuning).
 pub fn connect(addr: SocketAddr, buffer: Option<usize>, timeout: Duration) -> io::Result<TcpStream> {
     let s = new_socket(&addr, buffer)?;
     s.connect_timeout(&addr.into(), timeout)
         .map_err(|e| io::Error::new(e.kind(), format!("data connection to {addr}: {e}")))?;
     s.set_nodelay(true)?;
-    Ok(s.into())
+    let s: TcpStream = s.into();
+    limit_unsent(&s)?;
+    Ok(s)
 }
 
 /// Listens on `ip` with an ephemeral port (or the given one) and the given buffer size.
@@ -54,5 +83,6 @@ pub fn accept_timeout(l: &TcpListener, timeout: Duration) -> io::Result<(TcpStre
     let (c, a) = r?;
     c.set_nonblocking(false)?;
     c.set_nodelay(true)?;
+    limit_unsent(&c)?;
     Ok((c, a))
 }
