@@ -9,8 +9,13 @@ use std::sync::{Arc, Mutex};
 use crate::model::{DirModel, Verdict};
 use crate::tun::Tun;
 
+/// Packets due this soon are released now, nanoseconds. Releasing a little early in batches
+/// keeps the average rate exact and the delay error far below the 0.3 ms bound, while a
+/// forwarder that spun until each exact release time took a whole core from the endpoints
+/// on a 2-core machine.
+const EARLY_NS: u64 = 25_000;
 /// Spin instead of sleeping when the next release is closer than this, nanoseconds.
-const SPIN_NS: u64 = 60_000;
+const SPIN_NS: u64 = 5_000;
 /// Longest sleep, so that a stop request is seen promptly, nanoseconds.
 const MAX_SLEEP_NS: u64 = 20_000_000;
 /// Packets read per turn before releasing due ones.
@@ -57,7 +62,7 @@ pub fn run(
     let cap = mtu + 64;
     while !stop.load(Ordering::Relaxed) {
         let mut now = now_ns();
-        while pending.front().is_some_and(|p| p.at <= now) {
+        while pending.front().is_some_and(|p| p.at <= now + EARLY_NS) {
             if let Some(p) = pending.pop_front() {
                 if output.send(&p.buf[..p.len]).is_err() {
                     shared.write_errors.fetch_add(1, Ordering::Relaxed);
@@ -109,7 +114,7 @@ pub fn run(
             continue;
         }
         let wait = pending.front().map_or(MAX_SLEEP_NS, |p| {
-            p.at.saturating_sub(now_ns()).min(MAX_SLEEP_NS)
+            p.at.saturating_sub(now_ns() + EARLY_NS).min(MAX_SLEEP_NS)
         });
         if wait > SPIN_NS {
             poll_in(input.fd(), wait - SPIN_NS);
