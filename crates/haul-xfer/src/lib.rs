@@ -1,6 +1,7 @@
 //! The transfer engine: what to move (datasets), how (concurrency, parallelism, pipelining),
 //! and proof that it arrived (checksums, restart state).
 
+pub mod autotune;
 pub mod checksum;
 pub mod control;
 pub mod engine;
