@@ -60,6 +60,9 @@ pub struct Config {
     pub min_ack_timeout: Nanos,
     /// RTT assumed before the first sample.
     pub initial_rtt: Nanos,
+    /// Floor of RTT samples (0: none). On sub-millisecond paths (loopback) it keeps ACK
+    /// intervals and control steps long enough to measure goodput over many datagrams.
+    pub min_rtt: Nanos,
     /// Datagrams preallocated in the sender's DQ.
     pub send_buffer: usize,
     /// Most datagrams beyond the receiver's next expected one that may be in flight or held
@@ -85,6 +88,7 @@ impl Default for Config {
             ack_timeout_rtts: 2.0,
             min_ack_timeout: 10_000_000,
             initial_rtt: 100_000_000,
+            min_rtt: 0,
             send_buffer: 4096,
             window: 65_536,
             max_burst: 16,

@@ -299,7 +299,7 @@ impl Sender {
         self.stats.acks += 1;
         let sample_us = ((now / 1000) as u32).wrapping_sub(h.echo_ts).wrapping_sub(h.echo_delay_us);
         if sample_us < 60_000_000 {
-            self.rtt.sample(Nanos::from(sample_us) * 1000);
+            self.rtt.sample((Nanos::from(sample_us) * 1000).max(self.cfg.min_rtt));
         }
         let before = (self.buf.outstanding(), self.peer_high);
         self.apply_ack(&ack);

@@ -50,6 +50,11 @@ impl Control {
         Ok(self.tcp.local_addr()?.ip())
     }
 
+    /// The client's IP on the control connection (PLUT data may only go there).
+    pub fn peer_ip(&self) -> io::Result<IpAddr> {
+        Ok(self.tcp.peer_addr()?.ip())
+    }
+
     /// Whether the control channel is protected by TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self.stream, Stream::Tls(_))

@@ -8,12 +8,14 @@
 //! - [`auth`]: anonymous and password (argon2) logins.
 //! - `vfs`: virtual paths confined to the root, `/dev/zero` and `/dev/null`.
 //! - `session`, `transfer`, `listing`, `control`: one control session, its data channels,
-//!   directory listings and the (optionally TLS) control stream.
+//!   directory listings and the (optionally TLS) control stream; `plut_transfer`: RETR / STOR
+//!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
 
 pub mod auth;
 pub mod config;
 mod control;
 mod listing;
+mod plut_transfer;
 pub mod server;
 mod session;
 mod transfer;

@@ -57,6 +57,7 @@ pub struct Session<'a> {
     pub(crate) rest: Option<haul_proto::command::Restart>,
     rename_from: Option<(String, PathBuf)>,
     pub(crate) prot_private: bool,
+    pub(crate) plut: crate::plut_transfer::PlutState,
 }
 
 /// `virt: cause` for a failed file-system operation, in the words of `strerror`.
@@ -85,6 +86,7 @@ impl<'a> Session<'a> {
             rest: None,
             rename_from: None,
             prot_private: false,
+            plut: Default::default(),
         }
     }
 
@@ -212,6 +214,10 @@ impl<'a> Session<'a> {
             Command::Pasv => self.cmd_passive(crate::transfer::Passive::Pasv)?,
             Command::Epsv => self.cmd_passive(crate::transfer::Passive::Epsv)?,
             Command::Spas => self.cmd_passive(crate::transfer::Passive::Spas)?,
+            Command::Retr(p) if self.plut.enabled() => self.plut_retr(&p, None)?,
+            Command::Eret { offset, length, path } if self.plut.enabled() => self.plut_retr(&path, Some((offset, length)))?,
+            Command::Stor(p) if self.plut.enabled() => self.plut_stor(&p)?,
+            Command::Unknown { verb, arg } if verb == "PLUT" => self.cmd_plut(&arg)?,
             Command::Retr(p) => self.cmd_retr(&p, None)?,
             Command::Eret { offset, length, path } => self.cmd_retr(&path, Some((offset, length)))?,
             Command::Stor(p) => self.cmd_stor(&p, WriteKind::Stor)?,
@@ -327,6 +333,7 @@ impl<'a> Session<'a> {
             "MLSD".to_string(),
             format!("CKSM {algs}"),
             "HAUL 1".to_string(),
+            "PLUT 1".to_string(),
         ];
         if self.shared.tls.is_some() {
             feats.extend(["AUTH TLS".to_string(), "PBSZ".to_string(), "PROT".to_string()]);
@@ -371,6 +378,7 @@ impl<'a> Session<'a> {
                 Err(e) => self.ctl.reply(501, format!("{e}.")),
             },
             "UTF8" => self.ctl.reply(200, "UTF8 mode is always on."),
+            "HAUL" => self.plut_opts(options),
             _ => self.ctl.reply(501, format!("OPTS {command} not understood.")),
         }
     }

@@ -5,11 +5,13 @@
 //! - [`socket`]: TCP connection set-up with buffer sizes applied before connect/listen.
 //! - [`io`]: byte sources and sinks addressed by offset (files, the zero source, the null sink).
 //! - [`mode_e`]: GridFTP MODE E over N parallel connections, sender and receiver.
+//! - [`plut`]: PLUT (reliable UDP, `haul-plut`) over real sockets with batched IO and pacing.
 //! - [`stream`]: RFC 959 stream mode over one connection.
 //! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
 
 pub mod io;
 pub mod mode_e;
+pub mod plut;
 pub mod socket;
 pub mod stream;
 pub mod tls;

@@ -20,6 +20,8 @@ pub struct Features {
     pub cksm: Vec<String>,
     /// AUTH TLS is offered.
     pub auth_tls: bool,
+    /// PLUT data channels are offered (`PLUT 1`).
+    pub plut: bool,
 }
 
 impl Features {
@@ -30,6 +32,7 @@ impl Features {
             let (name, rest) = l.split_once(' ').unwrap_or((l, ""));
             match name.to_ascii_uppercase().as_str() {
                 "HAUL" => f.haul = true,
+                "PLUT" => f.plut = true,
                 "CKSM" => {
                     f.cksm = rest
                         .split([';', ','])

@@ -20,6 +20,16 @@ use crate::plan::Job;
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
+/// Which data channel carries file data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// MODE E over parallel TCP streams.
+    #[default]
+    Tcp,
+    /// PLUT (reliable UDP), negotiated with `OPTS HAUL`; one file at a time per session.
+    Plut,
+}
+
 /// How to move the data.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -47,6 +57,10 @@ pub struct Options {
     pub len: Option<u64>,
     /// Bandwidth cap in bytes per second for each file's data (None: no cap).
     pub max_rate: Option<u64>,
+    /// The data channel.
+    pub transport: Transport,
+    /// PLUT only: the sender's NIC rate in bytes/s, its pacing ceiling (None: 10 Gb/s).
+    pub plut_rate: Option<u64>,
 }
 
 impl Default for Options {
@@ -64,6 +78,8 @@ impl Default for Options {
             tls: None,
             len: None,
             max_rate: None,
+            transport: Transport::Tcp,
+            plut_rate: None,
         }
     }
 }

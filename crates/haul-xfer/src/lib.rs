@@ -14,7 +14,7 @@ pub mod tls;
 pub mod url;
 mod worker;
 
-pub use engine::{Options, Route, Summary, Transfer};
+pub use engine::{Options, Route, Summary, Transfer, Transport};
 pub use error::{ErrorKind, XferError};
 pub use url::{Endpoint, RemoteUrl};
 pub use worker::{DEV_NULL, DEV_ZERO};

@@ -20,6 +20,8 @@ use crate::error::XferError;
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
+mod plut;
+
 /// Data-channel settings of a session.
 #[derive(Debug, Clone)]
 pub struct DataParams {
@@ -49,6 +51,8 @@ pub struct Session {
     mode_e: bool,
     data: DataState,
     data_timeout: Duration,
+    /// PLUT parameters once `OPTS HAUL Transport=plut` was accepted.
+    plut: Option<haul_transport::plut::params::Params>,
 }
 
 /// Accepts the server's data connections on our listener.
@@ -140,7 +144,7 @@ impl Session {
     /// Connects and logs in.
     pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
-        Ok(Session { ctl, url: url.clone(), tls: tls.cloned(), mode_e: false, data: DataState::None, data_timeout: Duration::from_secs(60) })
+        Ok(Session { ctl, url: url.clone(), tls: tls.cloned(), mode_e: false, data: DataState::None, data_timeout: Duration::from_secs(60), plut: None })
     }
 
     /// The URL this session was opened for.

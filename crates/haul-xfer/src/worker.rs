@@ -11,7 +11,7 @@ use haul_transport::io::{Null, RateLimited, Sink, Source, Zero};
 use haul_transport::mode_e::Progress;
 
 use crate::checksum::{self, Algorithm};
-use crate::engine::{choose_alg, Ctx};
+use crate::engine::{choose_alg, Ctx, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::resume;
@@ -115,7 +115,10 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                 }
             })
             .collect();
-        let got = sess.get_many(&items, &params(ctx), ctx.opts().pipeline);
+        let got = match ctx.opts().transport {
+            Transport::Tcp => sess.get_many(&items, &params(ctx), ctx.opts().pipeline),
+            Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate),
+        };
         drop(items);
         for i in &inc {
             ctx.untrack(i.id);
@@ -208,7 +211,10 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                     .map(|(k, p)| alg.map(|a| checksum::checksum_path(p, a).map(|d| (*k, d))).transpose())
                     .collect::<Result<Vec<_>, _>>()
             });
-            let put = sess.put_many(&items, &params(ctx), ctx.opts().pipeline);
+            let put = match ctx.opts().transport {
+                Transport::Tcp => sess.put_many(&items, &params(ctx), ctx.opts().pipeline),
+                Transport::Plut => sess.put_plut(&items, ctx.opts().plut_rate),
+            };
             (put, h.join())
         });
         drop(items);
@@ -247,6 +253,9 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
 /// Drives a server-to-server transfer: STORs to the destination (passive), RETRs to the source
 /// (active, it connects to the destination), pipelined like Globus does.
 pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    if ctx.opts().transport == Transport::Plut {
+        return Err(XferError::Usage("PLUT is not available for server-to-server transfers; use --transport tcp".into()));
+    }
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
     let tls = ctx.opts().tls.as_ref();
     let mut src = Session::open(a, tls)?;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use haul_store::{Outcome, Params, Store, TransferRecord};
 use haul_xfer::checksum::Algorithm;
 use haul_xfer::tls::ClientTls;
-use haul_xfer::{Endpoint, Options, Summary, Transfer};
+use haul_xfer::{Endpoint, Options, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
 
@@ -54,6 +54,13 @@ pub struct Args {
     /// Bandwidth cap per file, bytes per second (e.g. 100M).
     #[arg(long, value_parser = parse_bytes)]
     pub max_rate: Option<u64>,
+    /// Data channel: tcp (MODE E streams) or plut (reliable UDP; the server must offer PLUT).
+    #[arg(long, value_parser = parse_transport, default_value = "tcp")]
+    pub transport: Transport,
+    /// PLUT: the sender's NIC rate, its pacing ceiling, bytes per second (e.g. 125M for
+    /// 1 Gb/s; default 10 Gb/s).
+    #[arg(long, value_parser = parse_bytes)]
+    pub plut_rate: Option<u64>,
     /// PEM file of CA certificates that haul:// servers must chain to.
     #[arg(long)]
     pub ca: Option<PathBuf>,
@@ -69,6 +76,21 @@ pub struct Args {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+fn parse_transport(s: &str) -> Result<Transport, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "tcp" => Ok(Transport::Tcp),
+        "plut" => Ok(Transport::Plut),
+        _ => Err(format!("unknown transport {s:?}: expected tcp or plut")),
+    }
+}
+
+fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Tcp => "tcp",
+        Transport::Plut => "plut",
+    }
 }
 
 fn now_unix() -> f64 {
@@ -106,6 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tls: tls.clone(),
         len: args.len,
         max_rate: args.max_rate,
+        transport: args.transport,
+        plut_rate: args.plut_rate,
     };
     let started_at = now_unix();
     let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {
@@ -173,6 +197,7 @@ fn json_summary(args: &Args, s: &Summary) -> serde_json::Value {
         "parallelism": args.parallelism,
         "concurrency": args.concurrency,
         "pipeline": args.pipeline,
+        "transport": transport_name(args.transport),
         "samples": s.samples,
     })
 }
@@ -206,7 +231,7 @@ fn record(args: &Args, src: &Endpoint, dst: &Endpoint, opts: &Options, started_a
             tcp_buffer: opts.tcp_buffer.map(|b| b as u64),
             block_size: Some(opts.block as u64),
             checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
-            transport: Some("tcp".into()),
+            transport: Some(transport_name(opts.transport).into()),
             extra: serde_json::Value::Null,
         },
         files,

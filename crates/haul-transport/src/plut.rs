@@ -1,0 +1,335 @@
+//! PLUT over real UDP: the blocking IO loops around `haul-plut`'s sans-IO `Sender` and
+//! `Receiver`. One thread per end. The sender fills a batch of datagrams from `poll_transmit`
+//! until pacing says wait, sends it with one `sendmmsg`, drains ACKs with `recvmmsg`, and waits
+//! for the next pacing slot by sleeping in `ppoll` until shortly before it and spinning the
+//! rest. The receiver reads `recvmmsg` batches into preallocated buffers, feeds them to the
+//! state machine (whose in-order writer goes through a write-behind buffer) and sends its ACKs.
+//! Socket buffers are enlarged (forced past `rmem_max` when running as root). Nothing is
+//! allocated per datagram.
+//!
+//! The receiver binds and tells the sender its address over the control channel; it accepts
+//! datagrams only from the first address that sends it a valid datagram of its session, and
+//! answers there.
+
+mod adapt;
+mod batch;
+pub mod params;
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use haul_plut::{Config, ReceiverStats, SenderStats, Verdict};
+
+use crate::io::{Sink, Source};
+use crate::mode_e::Progress;
+use batch::{Batch, Clock, Woke};
+
+pub use haul_plut::wire::{DEFAULT_MDS, JUMBO_MDS, MAX_MDS};
+
+/// A PLUT transfer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlutError {
+    /// The session configuration is invalid.
+    #[error("PLUT configuration: {0}")]
+    Config(#[from] haul_plut::ConfigError),
+    /// A socket, source or sink operation failed.
+    #[error("PLUT {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// Nothing usable arrived from the peer for too long.
+    #[error("PLUT peer {peer} silent for {secs} s ({done} of {len} bytes done)")]
+    Silent {
+        /// The peer (or "unknown" before its first datagram).
+        peer: String,
+        /// Seconds of silence.
+        secs: u64,
+        /// Bytes acknowledged (sender) or received (receiver).
+        done: u64,
+        /// Bytes in the transfer.
+        len: u64,
+    },
+}
+
+fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> PlutError {
+    move |source| PlutError::Io { what, source }
+}
+
+/// Floor of the RTT the sender uses: on loopback the real one (tens of µs) would make ACK
+/// intervals hold a datagram or two, too few to measure goodput by.
+const MIN_RTT: u64 = 2_000_000;
+
+/// IO-layer settings (the protocol's own tunables are in [`Config`]).
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    /// SO_SNDBUF / SO_RCVBUF to ask for, bytes.
+    pub socket_buffer: usize,
+    /// Datagrams per `sendmmsg` / `recvmmsg`.
+    pub batch: usize,
+    /// Target time between the sender's wake-ups; it sends what pacing allows at each.
+    pub batch_period: Duration,
+    /// The pacer spins, instead of sleeping, this long before a deadline.
+    pub spin: Duration,
+    /// Give up when nothing usable arrives from the peer for this long.
+    pub idle_timeout: Duration,
+    /// The receiver answers stray datagrams for this quiet time after completing, so a sender
+    /// whose final ACK was lost still finishes.
+    pub linger: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            socket_buffer: 64 << 20,
+            batch: 32,
+            batch_period: Duration::from_micros(150),
+            spin: Duration::from_micros(50),
+            idle_timeout: Duration::from_secs(30),
+            linger: Duration::from_millis(150),
+        }
+    }
+}
+
+/// What one end of a transfer did.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Wall-clock seconds from the first datagram handled to the end.
+    pub elapsed_s: f64,
+    /// CPU seconds (user + system) of the IO thread.
+    pub cpu_s: f64,
+    /// The sender's counters (sending end).
+    pub sender: Option<SenderStats>,
+    /// The receiver's counters (receiving end).
+    pub receiver: Option<ReceiverStats>,
+    /// `sendmmsg` calls that carried DATA.
+    pub send_batches: u64,
+}
+
+/// A session configuration for datagrams of `mds` bytes, a NIC rate of `nic_rate` bytes/s and
+/// file data buffers of about `buffer_bytes`: window and send buffer are sized in datagrams from
+/// it, so jumbo or loopback-sized datagrams do not multiply memory.
+pub fn config(session: u64, mds: usize, nic_rate: f64, buffer_bytes: usize) -> Config {
+    let mds = mds.clamp(576 - 28, MAX_MDS);
+    let per = mds.max(1);
+    let window = (buffer_bytes / per).clamp(1024, 65_536);
+    Config {
+        session,
+        mds,
+        nic_rate,
+        initial_rate: nic_rate / 16.0,
+        send_buffer: (window / 4).max(256),
+        window,
+        max_burst: 32,
+        min_rtt: MIN_RTT,
+        ..Config::default()
+    }
+}
+
+/// The largest datagram that fits the path MTU towards `peer` (`IP_MTU` of a connected UDP
+/// socket; loopback gives 65536), capped at [`MAX_MDS`].
+pub fn path_mds(peer: IpAddr) -> io::Result<usize> {
+    let local: IpAddr = if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let s = UdpSocket::bind((local, 0))?;
+    s.connect((peer, 9))?;
+    let (level, opt, overhead) = if peer.is_ipv4() { (libc::IPPROTO_IP, libc::IP_MTU, 28) } else { (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48) };
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid fd, an int-sized out buffer and its length.
+    let r = unsafe { libc::getsockopt(s.as_raw_fd(), level, opt, (&mut mtu as *mut libc::c_int).cast(), &mut len) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((mtu as usize).saturating_sub(overhead).clamp(576 - overhead, MAX_MDS))
+}
+
+/// Binds a UDP socket at `addr` with large buffers (see [`Tuning::socket_buffer`]).
+pub fn bind(addr: SocketAddr, tuning: &Tuning) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(addr)?;
+    enlarge_buffers(&s, tuning.socket_buffer);
+    Ok(s)
+}
+
+/// Sets SO_SNDBUF / SO_RCVBUF, forcing past the sysctl limits when allowed (root).
+fn enlarge_buffers(s: &UdpSocket, bytes: usize) {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+        let set = |opt| {
+            // SAFETY: valid fd and an int option value.
+            unsafe {
+                libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, opt, (&v as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+            }
+        };
+        if set(force) != 0 && set(plain) != 0 {
+            tracing::debug!(bytes, "PLUT socket buffer not enlarged");
+        }
+    }
+}
+
+/// Sends `len` bytes of `src`, starting at `base`, to the receiver at `peer` over `sock`
+/// (which this call connects to `peer`). Returns when the receiver acknowledged every byte.
+#[allow(clippy::too_many_arguments)]
+pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len: u64, cfg: &Config, tuning: &Tuning, progress: &Progress) -> Result<Stats, PlutError> {
+    sock.connect(peer).map_err(io_err("connecting the data socket"))?;
+    let mut sender = haul_plut::Sender::new(cfg.clone(), len)?;
+    let src = adapt::ReadAhead::new(src, base, len);
+    batch::tight_timer_slack();
+    let cpu0 = batch::thread_cpu();
+    let clock = Clock::start();
+    let mut out = Batch::new(cfg.mds, tuning.batch);
+    let mut acks = Batch::new(cfg.mds, 64);
+    let spin = tuning.spin.as_nanos() as u64;
+    let period = tuning.batch_period.as_nanos() as f64;
+    let idle = tuning.idle_timeout.as_nanos() as u64;
+    let payload = cfg.payload() as u64;
+    let mut last_heard = 0;
+    let mut stats = Stats::default();
+    while !sender.is_done() {
+        let now = clock.now();
+        loop {
+            let n = acks.recv(sock).map_err(io_err("receiving ACKs"))?;
+            for i in 0..n {
+                if sender.handle_datagram(now, acks.get(i)) == Verdict::Accepted {
+                    last_heard = now;
+                }
+            }
+            if n < acks.capacity() {
+                break;
+            }
+        }
+        if sender.is_done() {
+            break;
+        }
+        if now.saturating_sub(last_heard) > idle {
+            let done = sender.stats().datagrams_sent.saturating_sub(sender.stats().retransmits) * payload;
+            return Err(PlutError::Silent { peer: peer.to_string(), secs: tuning.idle_timeout.as_secs(), done: done.min(len), len });
+        }
+        if sender.poll_timeout().is_some_and(|t| t <= now) {
+            sender.handle_timeout(now);
+        }
+        let mut n = 0;
+        while n < out.capacity() {
+            match sender.poll_transmit(now, out.slot(n), &src).map_err(io_err("reading the source"))? {
+                Some(len) => {
+                    out.set_len(n, len);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        if n > 0 {
+            out.send(sock, n).map_err(io_err("sending DATA"))?;
+            stats.send_batches += 1;
+            let s = sender.stats();
+            let first = s.datagrams_sent.saturating_sub(s.retransmits) * payload;
+            progress.bytes.store(first.min(len), std::sync::atomic::Ordering::Relaxed);
+            continue;
+        }
+        // Wake when a batch worth `period` of pacing slots is due (the pacer lets late
+        // polls catch up in a burst), or at the RTO, or when an ACK arrives.
+        let Some(next) = sender.poll_timeout() else {
+            batch::readable(sock, 10_000_000).map_err(io_err("waiting for ACKs"))?;
+            continue;
+        };
+        let gap = cfg.mds as f64 / sender.rate().max(1.0) * 1e9;
+        let ahead = ((period / gap).floor().min(f64::from(cfg.max_burst) - 1.0).max(0.0) * gap) as u64;
+        let deadline = if next > now + 1_000_000 { next } else { next + ahead };
+        if batch::wait(sock, &clock, deadline, spin).map_err(io_err("pacing"))? == Woke::Readable {
+            continue;
+        }
+    }
+    progress.bytes.store(len, std::sync::atomic::Ordering::Relaxed);
+    stats.elapsed_s = clock.now() as f64 / 1e9;
+    stats.cpu_s = batch::thread_cpu() - cpu0;
+    stats.sender = Some(sender.stats());
+    Ok(stats)
+}
+
+/// Receives `len` bytes into `sink` at `base + offset` over `sock`, from the first address
+/// that sends a valid datagram of `cfg.session`. Returns once every byte is written and the
+/// sender had time to hear the final ACK.
+pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Config, tuning: &Tuning, progress: &Progress) -> Result<Stats, PlutError> {
+    let mut recv = haul_plut::Receiver::new(cfg.clone(), len)?;
+    let mut writer = adapt::WriteBehind::new(sink, base, len, progress);
+    let cpu0 = batch::thread_cpu();
+    let clock = Clock::start();
+    let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
+    let mut ack = vec![0u8; cfg.mds];
+    let idle = tuning.idle_timeout.as_nanos() as u64;
+    let mut peer: Option<SocketAddr> = None;
+    let mut last_heard = 0;
+    let mut foreign_src = 0u64;
+    let mut first: Option<u64> = None;
+    let mut completed_at: Option<u64> = None;
+    loop {
+        let now = clock.now();
+        let n = inb.recv(sock).map_err(io_err("receiving DATA"))?;
+        for i in 0..n {
+            let from = inb.source(i);
+            if peer.is_some() && from != peer {
+                foreign_src += 1;
+                continue;
+            }
+            let v = recv.handle_datagram(now, inb.get(i), &mut writer).map_err(io_err("writing the sink"))?;
+            if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
+                last_heard = now;
+                first.get_or_insert(now);
+                if peer.is_none() {
+                    if let Some(addr) = from {
+                        sock.connect(addr).map_err(io_err("connecting the data socket"))?;
+                        peer = Some(addr);
+                    }
+                }
+            }
+        }
+        if recv.poll_timeout().is_some_and(|t| t <= now) {
+            recv.handle_timeout(now);
+        }
+        if recv.is_complete() && completed_at.is_none() {
+            writer.flush().map_err(io_err("writing the sink"))?;
+            completed_at = Some(now);
+        }
+        let repeat = if completed_at == Some(now) { 3 } else { 1 };
+        while let Some(m) = recv.poll_transmit(now, &mut ack).map_err(|e| PlutError::Io { what: "encoding an ACK", source: io::Error::other(e.to_string()) })? {
+            if peer.is_some() {
+                for _ in 0..repeat {
+                    // A lost ACK is recovered by the protocol; a full buffer is not fatal.
+                    let _ = sock.send(&ack[..m]);
+                }
+            }
+        }
+        if let Some(done) = completed_at {
+            if now.saturating_sub(last_heard.max(done)) >= tuning.linger.as_nanos() as u64 {
+                break;
+            }
+        } else if now.saturating_sub(last_heard) > idle {
+            let who = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+            return Err(PlutError::Silent { peer: who, secs: tuning.idle_timeout.as_secs(), done: recv.stats().delivered, len });
+        }
+        if n == inb.capacity() {
+            continue;
+        }
+        let wake = match (completed_at, recv.poll_timeout()) {
+            (Some(_), _) => tuning.linger.as_nanos() as u64 / 4,
+            (None, Some(t)) => t.saturating_sub(now).max(1),
+            (None, None) => 10_000_000,
+        };
+        batch::readable(sock, wake.min(10_000_000)).map_err(io_err("waiting for DATA"))?;
+    }
+    if foreign_src > 0 {
+        tracing::debug!(foreign_src, "PLUT datagrams from other addresses dropped");
+    }
+    let mut rs = recv.stats();
+    rs.foreign += foreign_src;
+    Ok(Stats {
+        elapsed_s: (clock.now() - first.unwrap_or(0)) as f64 / 1e9,
+        cpu_s: batch::thread_cpu() - cpu0,
+        sender: None,
+        receiver: Some(rs),
+        send_batches: 0,
+    })
+}

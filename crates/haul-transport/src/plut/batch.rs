@@ -1,0 +1,224 @@
+//! Batched UDP IO for PLUT: `sendmmsg` / `recvmmsg` over preallocated datagram buffers, the
+//! monotonic clock in nanoseconds, and the timer-and-spin wait the pacer uses. Nothing here
+//! allocates after construction.
+
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use haul_plut::Nanos;
+
+/// `count` datagram buffers of `mds` bytes with the `mmsghdr` array that points into them.
+pub(super) struct Batch {
+    data: Vec<u8>,
+    mds: usize,
+    lens: Vec<usize>,
+    iov: Vec<libc::iovec>,
+    hdr: Vec<libc::mmsghdr>,
+    addr: Vec<libc::sockaddr_storage>,
+}
+
+// SAFETY: the raw pointers in `iov` / `hdr` point into this struct's own heap buffers and are
+// rebuilt before every system call; a `Batch` is used by one thread at a time.
+unsafe impl Send for Batch {}
+
+impl Batch {
+    /// Buffers for `count` datagrams of up to `mds` bytes.
+    pub(super) fn new(mds: usize, count: usize) -> Batch {
+        let count = count.max(1);
+        // SAFETY: all-zero is a valid value of these plain C structs.
+        let zero_iov: libc::iovec = unsafe { std::mem::zeroed() };
+        let zero_hdr: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        let zero_addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        Batch {
+            data: vec![0; mds * count],
+            mds,
+            lens: vec![0; count],
+            iov: vec![zero_iov; count],
+            hdr: vec![zero_hdr; count],
+            addr: vec![zero_addr; count],
+        }
+    }
+
+    /// Datagrams the batch holds.
+    pub(super) fn capacity(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// The whole buffer of slot `i`, to write a datagram into.
+    pub(super) fn slot(&mut self, i: usize) -> &mut [u8] {
+        &mut self.data[i * self.mds..(i + 1) * self.mds]
+    }
+
+    /// Sets the length of the datagram in slot `i`.
+    pub(super) fn set_len(&mut self, i: usize, len: usize) {
+        self.lens[i] = len.min(self.mds);
+    }
+
+    /// The datagram in slot `i` (after `recv` or `set_len`).
+    pub(super) fn get(&self, i: usize) -> &[u8] {
+        &self.data[i * self.mds..i * self.mds + self.lens[i]]
+    }
+
+    /// The source address of received datagram `i`.
+    pub(super) fn source(&self, i: usize) -> Option<SocketAddr> {
+        from_storage(&self.addr[i])
+    }
+
+    fn prepare(&mut self, n: usize, lens_from_buffer: bool) {
+        for i in 0..n {
+            let len = if lens_from_buffer { self.mds } else { self.lens[i] };
+            self.iov[i] = libc::iovec { iov_base: self.data[i * self.mds..].as_mut_ptr().cast(), iov_len: len };
+            // SAFETY: zeroed msghdr is valid; fields are then set to our own buffers.
+            let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+            m.msg_iov = &mut self.iov[i];
+            m.msg_iovlen = 1;
+            if lens_from_buffer {
+                m.msg_name = (&mut self.addr[i] as *mut libc::sockaddr_storage).cast();
+                m.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            }
+            self.hdr[i] = libc::mmsghdr { msg_hdr: m, msg_len: 0 };
+        }
+    }
+
+    /// Sends datagrams `0..n` on a connected socket with `sendmmsg`, retrying on a full queue.
+    pub(super) fn send(&mut self, sock: &UdpSocket, n: usize) -> io::Result<()> {
+        self.prepare(n, false);
+        let mut done = 0;
+        while done < n {
+            // SAFETY: hdr[done..n] point at live buffers of this batch (prepared above).
+            let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdr[done..].as_mut_ptr(), (n - done) as u32, 0) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // The device queue or socket buffer is full: let it drain.
+                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::sleep(std::time::Duration::from_micros(20)),
+                    _ => return Err(e),
+                }
+            } else {
+                done += r as usize;
+            }
+        }
+        Ok(())
+    }
+
+    /// Receives up to a batch without blocking; returns how many datagrams arrived.
+    pub(super) fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        let n = self.capacity();
+        self.prepare(n, true);
+        loop {
+            // SAFETY: hdr[..n] point at live buffers of this batch (prepared above).
+            let r = unsafe {
+                libc::recvmmsg(sock.as_raw_fd(), self.hdr.as_mut_ptr(), n as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            };
+            if r >= 0 {
+                let got = r as usize;
+                for i in 0..got {
+                    self.lens[i] = self.hdr[i].msg_len as usize;
+                }
+                return Ok(got);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return Ok(0),
+                // ICMP port unreachable for something we sent earlier: not fatal here.
+                Some(libc::ECONNREFUSED) => return Ok(0),
+                _ => return Err(e),
+            }
+        }
+    }
+}
+
+fn from_storage(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(s.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(s as *const libc::sockaddr_storage).cast() };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(a.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(s as *const libc::sockaddr_storage).cast() };
+            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), a.sin6_flowinfo, a.sin6_scope_id)))
+        }
+        _ => None,
+    }
+}
+
+/// Nanoseconds since the start of a transfer (the `Nanos` the state machines see).
+pub(super) struct Clock(Instant);
+
+impl Clock {
+    pub(super) fn start() -> Clock {
+        Clock(Instant::now())
+    }
+
+    pub(super) fn now(&self) -> Nanos {
+        self.0.elapsed().as_nanos() as Nanos
+    }
+}
+
+/// What ended a wait.
+#[derive(PartialEq, Eq)]
+pub(super) enum Woke {
+    /// The deadline passed.
+    Deadline,
+    /// The socket became readable first.
+    Readable,
+}
+
+/// Waits until `deadline` or until `sock` is readable: sleeps in `ppoll` until `spin` before
+/// the deadline, then spins on the clock (timer and spin hybrid; the pacer's precision).
+pub(super) fn wait(sock: &UdpSocket, clock: &Clock, deadline: Nanos, spin: Nanos) -> io::Result<Woke> {
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            return Ok(Woke::Deadline);
+        }
+        let left = deadline - now;
+        if left <= spin {
+            while clock.now() < deadline {
+                std::hint::spin_loop();
+            }
+            return Ok(Woke::Deadline);
+        }
+        if readable(sock, left - spin)? {
+            return Ok(Woke::Readable);
+        }
+    }
+}
+
+/// Waits up to `timeout` ns for `sock` to become readable.
+pub(super) fn readable(sock: &UdpSocket, timeout: Nanos) -> io::Result<bool> {
+    let mut pfd = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: (timeout / 1_000_000_000) as libc::time_t, tv_nsec: (timeout % 1_000_000_000) as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) { Ok(false) } else { Err(e) };
+    }
+    Ok(r > 0)
+}
+
+/// Lets this thread's timers fire within 1 µs of their deadline (default slack is 50 µs).
+pub(super) fn tight_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// CPU seconds (user + system) this thread has used.
+pub(super) fn thread_cpu() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}

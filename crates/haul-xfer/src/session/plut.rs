@@ -1,0 +1,146 @@
+//! PLUT data channels for a client session (docs/protocol.md, "PLUT data channels"): the
+//! session is switched once with `OPTS HAUL Transport=plut;Mds=N;Rate=B;`, then every file is
+//! its own UDP flow with a fresh random session id — downloads bind a socket and announce it
+//! with `PLUT PORT`, uploads ask the server for one with `PLUT PASV`. Files go one after
+//! another (no pipelining of RETR/STOR over PLUT); `CKSM` still rides behind each transfer.
+//! PLUT moves whole files (or an ERET range): restart ranges are not used.
+
+use std::net::SocketAddr;
+
+use haul_proto::{hostport, Command};
+use haul_transport::plut::{self, params, Tuning};
+
+use super::{cksm_of, parse_cksm, retr_of, GetItem, ItemResult, PutItem, Session};
+use crate::error::XferError;
+
+/// File data each PLUT end buffers, bytes.
+const BUFFER_BYTES: usize = 96 << 20;
+
+fn plut_cmd(arg: String) -> Command {
+    Command::Unknown { verb: "PLUT".into(), arg }
+}
+
+fn plut_err(what: &str, e: plut::PlutError) -> XferError {
+    XferError::io(what, std::io::Error::other(e.to_string()))
+}
+
+impl Session {
+    /// Selects PLUT for this session's transfers, with datagrams sized to the path MTU and the
+    /// sender's NIC rate `rate` (bytes/s; default 10 Gb/s).
+    fn ready_plut(&mut self, rate: Option<u64>) -> Result<params::Params, XferError> {
+        if let Some(p) = self.plut {
+            return Ok(p);
+        }
+        if !self.ctl.features.plut {
+            return Err(XferError::Usage(format!("{} does not offer PLUT (no `PLUT 1` in FEAT); use --transport tcp", self.ctl.name)));
+        }
+        let mds = plut::path_mds(self.ctl.peer.ip()).unwrap_or(plut::DEFAULT_MDS);
+        let p = params::Params { mds, rate: rate.map_or(params::DEFAULT_RATE, |r| r as f64) };
+        self.ctl.ok(&Command::Opts { command: "HAUL".into(), options: params::format_opts(&p) })?;
+        self.plut = Some(p);
+        Ok(p)
+    }
+
+    /// Downloads `items` one at a time over PLUT.
+    pub fn get_plut(&mut self, items: &[GetItem<'_>], rate: Option<u64>) -> Result<Vec<ItemResult>, XferError> {
+        let p = self.ready_plut(rate)?;
+        let tuning = Tuning { idle_timeout: self.data_timeout, ..Tuning::default() };
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            let len = match (item.eret, item.len) {
+                (Some((_, l)), _) | (None, Some(l)) => l,
+                (None, None) => return Err(XferError::Usage(format!("{}: PLUT needs the file's length", item.path))),
+            };
+            let session: u64 = rand::random();
+            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning).map_err(|e| XferError::io("PLUT socket", e))?;
+            let addr = sock.local_addr().map_err(|e| XferError::io("PLUT socket", e))?;
+            self.ctl.ok(&plut_cmd(format!("PORT {} {session:016x}", hostport::format_port(&addr))))?;
+            let retr = retr_of(item);
+            self.ctl.send(&retr)?;
+            if let Some((alg, _)) = item.cksm {
+                self.ctl.send(&cksm_of(alg, &item.path))?;
+            }
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_preliminary() {
+                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            }
+            let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+            // Hash our copy as its prefix grows, as over TCP.
+            let finished = std::sync::atomic::AtomicBool::new(false);
+            let prefix = || item.progress.ranges.lock().ok().and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1)).unwrap_or(0);
+            let (prefix, finished) = (&prefix, &finished);
+            let (got, mine) = std::thread::scope(|s| {
+                let follower = item.cksm.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
+                let got = plut::receive(&sock, item.sink, 0, len, &cfg, &tuning, item.progress);
+                finished.store(true, std::sync::atomic::Ordering::Release);
+                (got, follower.map(|h| h.join()))
+            });
+            let stats = got.map_err(|e| plut_err(&format!("receiving {}", item.path), e))?;
+            tracing::debug!(path = %item.path, ?stats, "PLUT receive done");
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_success() {
+                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            }
+            let mut res = ItemResult::default();
+            if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                if r.code != 213 {
+                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
+                }
+                res.server_cksm = parse_cksm(&r);
+                res.local_cksm = Some(mine.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
+            }
+            results.push(res);
+        }
+        Ok(results)
+    }
+
+    /// Uploads `items` one at a time over PLUT.
+    pub fn put_plut(&mut self, items: &[PutItem<'_>], rate: Option<u64>) -> Result<Vec<ItemResult>, XferError> {
+        let p = self.ready_plut(rate)?;
+        let tuning = Tuning { idle_timeout: self.data_timeout, ..Tuning::default() };
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            let session: u64 = rand::random();
+            let r = self.ctl.expect(&plut_cmd(format!("PASV {session:016x} {}", item.len)), 227)?;
+            let mut peer = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+            if peer.ip().is_unspecified() {
+                peer.set_ip(self.ctl.peer.ip());
+            }
+            let stor = Command::Stor(item.path.clone());
+            self.ctl.send(&stor)?;
+            if let Some(alg) = item.cksm {
+                self.ctl.send(&cksm_of(alg, &item.path))?;
+            }
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if !r.is_preliminary() {
+                return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
+            }
+            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning).map_err(|e| XferError::io("PLUT socket", e))?;
+            let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+            let ctl = &mut self.ctl;
+            let (reply, sent) = std::thread::scope(|s| {
+                let h = s.spawn(|| plut::send(&sock, peer, item.src, 0, item.len, &cfg, &tuning, item.progress));
+                (ctl.final_reply(&mut |_| {}), h.join())
+            });
+            let r = reply?;
+            let stats = sent
+                .unwrap_or_else(|_| Err(plut::PlutError::Io { what: "sending", source: std::io::Error::other("sender thread panicked") }))
+                .map_err(|e| plut_err(&format!("sending {}", item.path), e))?;
+            tracing::debug!(path = %item.path, ?stats, "PLUT send done");
+            if !r.is_success() {
+                return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
+            }
+            let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
+            if let Some(alg) = item.cksm {
+                let r = self.ctl.final_reply(&mut |_| {})?;
+                if r.code != 213 {
+                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
+                }
+                res.server_cksm = parse_cksm(&r);
+            }
+            results.push(res);
+        }
+        Ok(results)
+    }
+}
