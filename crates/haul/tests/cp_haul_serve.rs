@@ -154,3 +154,34 @@ fn bad_credentials_exit_4_and_name_the_cause() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("authentication failed"));
     assert!(!dir.path().join("x").exists());
 }
+
+#[test]
+fn tune_searches_concurrency_on_the_live_transfer_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let tree = root.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    for i in 0..400u64 {
+        fs::write(tree.join(format!("f{i:03}")), random_bytes(64 << 10 | (i as usize * 977) % 300_000, i)).unwrap();
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let hist = dir.path().join("h.sqlite");
+    let out_dir = dir.path().join("out");
+    let out = cp(
+        &["--tune", "--json", "--sample-ms", "100", "-r", "-p", "1", "--pipeline", "4", "--max-rate", "40M", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
+        &hist,
+    );
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["verified_files"], 400);
+    let steps = j["tuning"].as_array().expect("tuning steps in the summary");
+    assert!(!steps.is_empty(), "the search measured at least one level");
+    assert_eq!(steps[0]["concurrency"], 1, "a host pair without history starts at 1");
+    assert!(steps.iter().any(|s| s["next"].as_u64().unwrap() > 1), "the search raised concurrency");
+    for i in 0..400u64 {
+        let name = format!("f{i:03}");
+        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap());
+    }
+    let shown = Command::new(env!("CARGO_BIN_EXE_haul")).args(["history", "--json", "--history"]).arg(&hist).output().unwrap();
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("\"tuning\""), "the search is kept in the history");
+}

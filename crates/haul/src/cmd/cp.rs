@@ -10,6 +10,7 @@ use anyhow::Context;
 use haul_store::{Outcome, Params, Store, TransferRecord};
 use haul_xfer::checksum::Algorithm;
 use haul_xfer::tls::ClientTls;
+use haul_xfer::autotune::{self, Tunable};
 use haul_xfer::{Endpoint, Options, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
@@ -67,9 +68,16 @@ pub struct Args {
     /// History database (default: $XDG_DATA_HOME/haul/history.sqlite).
     #[arg(long)]
     pub history: Option<PathBuf>,
-    /// Throughput sample interval in milliseconds (down to 100).
-    #[arg(long, default_value_t = 1000)]
-    pub sample_ms: u64,
+    /// Throughput sample interval in milliseconds, down to 100 (default 1000; 200 with --tune).
+    #[arg(long)]
+    pub sample_ms: Option<u64>,
+    /// Tune concurrency on the live transfer (Alg. 3 of the real-time tuning thesis, with
+    /// early-stopping samples and re-tuning); starts from the history's best for this host pair.
+    #[arg(long)]
+    pub tune: bool,
+    /// Highest concurrency --tune may choose.
+    #[arg(long, default_value_t = 32)]
+    pub tune_cap: u32,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
@@ -124,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         checksum: args.checksum,
         verify: !args.no_verify,
         resume: args.resume,
-        sample_interval: Duration::from_millis(args.sample_ms.max(100)),
+        sample_interval: Duration::from_millis(args.sample_ms.unwrap_or(if args.tune { 200 } else { 1000 }).max(100)),
         tls: tls.clone(),
         len: args.len,
         max_rate: args.max_rate,
@@ -132,26 +140,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plut_rate: args.plut_rate,
     };
     let started_at = now_unix();
+    let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
+    let mut tuning = Vec::new();
     let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();
         let t = Transfer::start(route, jobs, opts.clone());
         let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
-        while !t.is_finished() {
-            if let Some(b) = &bar {
-                b.set_position(t.bytes().min(total));
+        let view = Watched { t: &t, bar: bar.as_ref(), total };
+        match &tune_cfg {
+            Some(cfg) => tuning = autotune::drive(&view, cfg, opts.sample_interval.as_secs_f64())?,
+            None => {
+                while !view.finished() {
+                    view.show();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
         if let Some(b) = bar {
             b.finish_and_clear();
         }
         t.wait()
     });
-    record(&args, &src, &dst, &opts, started_at, &result);
+    record(&args, &src, &dst, &opts, started_at, &result, &tuning);
     let summary = result?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json_summary(&args, &summary))?);
+        println!("{}", serde_json::to_string_pretty(&json_summary(&args, &summary, &tuning))?);
     } else if !args.quiet {
         let rate = if summary.duration_s > 0.0 { summary.bytes as f64 * 8.0 / summary.duration_s } else { 0.0 };
         let verify = match &summary.checksum {
@@ -181,7 +195,48 @@ fn progress_bar(total: u64, files: usize) -> indicatif::ProgressBar {
     b
 }
 
-fn json_summary(args: &Args, s: &Summary) -> serde_json::Value {
+/// The running transfer as the tuner and the progress bar see it.
+struct Watched<'a> {
+    t: &'a Transfer,
+    bar: Option<&'a indicatif::ProgressBar>,
+    total: u64,
+}
+
+impl Watched<'_> {
+    fn show(&self) {
+        if let Some(b) = self.bar {
+            b.set_position(self.t.bytes().min(self.total));
+        }
+    }
+}
+
+impl autotune::Tunable for Watched<'_> {
+    fn set_concurrency(&self, n: u32) {
+        tracing::info!("tuner: concurrency {n}");
+        self.t.set_concurrency(n);
+    }
+    fn next_sample(&self, wait: Duration) -> Option<haul_store::Sample> {
+        self.show();
+        self.t.next_sample(wait)
+    }
+    fn finished(&self) -> bool {
+        self.t.is_finished()
+    }
+}
+
+/// The tuner's settings: start from the best concurrency this host pair has seen.
+fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> autotune::AutoTuneConfig {
+    let mut cfg = autotune::AutoTuneConfig::default();
+    cfg.search.cap = args.tune_cap.max(1);
+    let path = args.history.clone().unwrap_or_else(Store::default_path);
+    let best = Store::open(&path).ok().and_then(|s| s.best_for_host_pair(&host_of(src), &host_of(dst), "cp").ok().flatten());
+    if let Some(c) = best.and_then(|r| r.params.concurrency) {
+        cfg.search.start = c.clamp(1, cfg.search.cap);
+    }
+    cfg
+}
+
+fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serde_json::Value {
     let rate = if s.duration_s > 0.0 { s.bytes as f64 * 8.0 / s.duration_s } else { 0.0 };
     serde_json::json!({
         "source": args.src,
@@ -199,10 +254,19 @@ fn json_summary(args: &Args, s: &Summary) -> serde_json::Value {
         "pipeline": args.pipeline,
         "transport": transport_name(args.transport),
         "samples": s.samples,
+        "tuning": tuning,
     })
 }
 
-fn record(args: &Args, src: &Endpoint, dst: &Endpoint, opts: &Options, started_at: f64, result: &Result<Summary, haul_xfer::XferError>) {
+fn record(
+    args: &Args,
+    src: &Endpoint,
+    dst: &Endpoint,
+    opts: &Options,
+    started_at: f64,
+    result: &Result<Summary, haul_xfer::XferError>,
+    tuning: &[autotune::TuneStep],
+) {
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     let mut store = match Store::open(&path) {
         Ok(s) => s,
@@ -226,13 +290,13 @@ fn record(args: &Args, src: &Endpoint, dst: &Endpoint, opts: &Options, started_a
         destination_host: host_of(dst),
         params: Params {
             parallelism: Some(opts.parallelism),
-            concurrency: Some(opts.concurrency),
+            concurrency: Some(tuning.last().map_or(opts.concurrency, |s| s.next)),
             pipelining: Some(opts.pipeline as u32),
             tcp_buffer: opts.tcp_buffer.map(|b| b as u64),
             block_size: Some(opts.block as u64),
             checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
             transport: Some(transport_name(opts.transport).into()),
-            extra: serde_json::Value::Null,
+            extra: if tuning.is_empty() { serde_json::Value::Null } else { serde_json::json!({ "tuning": tuning }) },
         },
         files,
         bytes,
