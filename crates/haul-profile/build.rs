@@ -1,0 +1,25 @@
+//! Builds the C++ shim over the reference UDT4 library (Debian's `libudt-dev`) when its header
+//! is installed; otherwise the crate is built without UDT and `--transport udt` is a runtime error.
+
+use std::path::Path;
+
+fn main() {
+    println!("cargo:rerun-if-changed=csrc/udt_shim.cpp");
+    println!("cargo:rerun-if-env-changed=HAUL_UDT_INCLUDE");
+    println!("cargo:rustc-check-cfg=cfg(haul_udt)");
+    let include = std::env::var("HAUL_UDT_INCLUDE").unwrap_or_else(|_| "/usr/include/udt".into());
+    if !Path::new(&include).join("udt.h").exists() {
+        println!("cargo:warning=udt.h not found in {include}: building haul-profile without UDT");
+        return;
+    }
+    cc::Build::new()
+        .cpp(true)
+        .file("csrc/udt_shim.cpp")
+        .include(&include)
+        .flag_if_supported("-std=c++11")
+        .flag_if_supported("-Wno-deprecated-declarations")
+        .compile("haul_udt_shim");
+    println!("cargo:rustc-link-lib=udt");
+    println!("cargo:rustc-link-lib=stdc++");
+    println!("cargo:rustc-cfg=haul_udt");
+}
