@@ -355,13 +355,15 @@ impl Ctx<'_> {
         }
         (id, p)
     }
-    /// Ends a file in flight, saving its journal one last time.
-    pub(crate) fn untrack(&self, id: u64) {
+    /// Ends a file in flight of `len` bytes, saving its journal one last time unless every
+    /// range arrived (the common case, where a journal would only be written to be deleted).
+    pub(crate) fn untrack(&self, id: u64, len: u64) {
         if let Ok(mut m) = self.s.inflight.lock() {
             if let Some((p, journal)) = m.remove(&id) {
                 self.s.bytes.fetch_add(p.bytes(), Ordering::Relaxed);
-                if let Some(path) = journal {
-                    let _ = crate::resume::save(&path, &p.ranges());
+                let ranges = p.ranges();
+                if let Some(path) = journal.filter(|_| !ranges.covers(len)) {
+                    let _ = crate::resume::save(&path, &ranges);
                 }
             }
         }

@@ -132,6 +132,9 @@ fn retr_of(it: &GetItem<'_>) -> Command {
     }
 }
 
+/// Files larger than this are hashed while they arrive.
+const FOLLOW_MIN: u64 = 8 << 20;
+
 fn cksm_of(alg: Algorithm, path: &str) -> Command {
     Command::Cksm { algorithm: alg.name().into(), offset: 0, length: None, path: path.to_string() }
 }
@@ -302,13 +305,15 @@ impl Session {
             if !r.is_preliminary() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
-            // Hash our copy as its contiguous prefix grows, so verification costs little more
-            // than the transfer itself; the server hashes its copy after the RETR.
+            // Large files: hash our copy as its contiguous prefix grows, so verification costs
+            // little more than the transfer itself. Small files: hash after the last byte while
+            // the server hashes its copy (a follower would only add polling latency).
+            let follow = item.cksm.filter(|_| item.len.is_some_and(|l| l > FOLLOW_MIN));
             let finished = std::sync::atomic::AtomicBool::new(false);
             let prefix = || item.progress.ranges.lock().ok().and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1)).unwrap_or(0);
             let (prefix, finished) = (&prefix, &finished);
-            let (got, mine) = std::thread::scope(|s| {
-                let follower = item.cksm.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
+            let (got, followed) = std::thread::scope(|s| {
+                let follower = follow.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
                 let got = self.receive_into(item);
                 finished.store(true, std::sync::atomic::Ordering::Release);
                 (got, follower.map(|h| h.join()))
@@ -318,13 +323,19 @@ impl Session {
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
-            if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
-                let r = self.ctl.final_reply(&mut |_| {})?;
+            if let Some((alg, local)) = item.cksm {
+                let ctl = &mut self.ctl;
+                let (reply, mine) = std::thread::scope(|s| {
+                    let h = followed.is_none().then(|| s.spawn(move || crate::checksum::checksum_path(local, alg)));
+                    (ctl.final_reply(&mut |_| {}), h.map(|h| h.join()))
+                });
+                let r = reply?;
                 if r.code != 213 {
                     return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
                 }
                 res.server_cksm = parse_cksm(&r);
-                res.local_cksm = Some(mine.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
+                let joined = followed.or(mine).ok_or_else(|| XferError::Usage("no local checksum was computed".into()))?;
+                res.local_cksm = Some(joined.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
             }
             results.push(res);
         }

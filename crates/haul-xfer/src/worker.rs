@@ -121,7 +121,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
         };
         drop(items);
         for i in &inc {
-            ctx.untrack(i.id);
+            ctx.untrack(i.id, i.job.size);
         }
         let results = got?;
         for (i, r) in inc.into_iter().zip(results) {
@@ -224,7 +224,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             .flatten()
             .collect();
         for o in &out {
-            ctx.untrack(o.id);
+            ctx.untrack(o.id, o.job.size);
         }
         let results = put?;
         for (k, (o, r)) in out.into_iter().zip(results).enumerate() {
@@ -301,7 +301,7 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
         for (job, tries) in batch {
             let (id, progress) = ctx.track(None);
             let r = third_party_one(&mut src, &mut dst, &job, &progress);
-            ctx.untrack(id);
+            ctx.untrack(id, job.size);
             r?;
             let verified = match alg {
                 Some(x) => {
