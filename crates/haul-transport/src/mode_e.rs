@@ -271,7 +271,9 @@ fn recv_one(
     state: &Mutex<RecvState>,
     cv: &Condvar,
 ) -> io::Result<Option<Conn>> {
-    let mut buf = vec![0u8; block.clamp(4096, 4 << 20)];
+    // No larger than the file: a pipelined small file should not cost a megabyte of zeroing.
+    let cap = max_len.map_or(block as u64, |l| l.min(block as u64)) as usize;
+    let mut buf = vec![0u8; cap.clamp(4096, 4 << 20)];
     loop {
         if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
             return Ok(None);

@@ -48,7 +48,11 @@ pub fn load(path: &Path) -> Option<RangeSet> {
 
 /// Removes a journal; a missing one is fine.
 pub fn clear(path: &Path) {
-    let _ = std::fs::remove_file(path);
+    // A stat first: most files never had a journal, and unlink takes the directory's lock,
+    // which concurrent sessions writing into one directory then queue on.
+    if path.symlink_metadata().is_ok() {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 #[cfg(test)]
