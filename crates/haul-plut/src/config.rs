@@ -145,6 +145,14 @@ impl Config {
             if !(p.b > 0.0 && p.b < 1.0) {
                 return Err(ConfigError::OutOfRange { name: "b", value: p.b, range: "(0, 1)" });
             }
+            if !(p.drain > 0.0 && p.drain <= 1.0) {
+                return Err(ConfigError::OutOfRange { name: "drain", value: p.drain, range: "(0, 1]" });
+            }
+            for (name, value) in [("probe_gain", p.probe_gain), ("loss_target", p.loss_target), ("settle_tolerance", p.settle_tolerance)] {
+                if !(value > 0.0 && value.is_finite()) {
+                    return Err(ConfigError::NotPositive { name, value });
+                }
+            }
         }
         Ok(())
     }

@@ -128,7 +128,15 @@ impl Receiver {
         };
         self.stats.delivered = (self.list.next_expected() * self.cfg.payload() as u64).min(self.total);
         if h.rtt_us > 0 {
-            self.rtt = Nanos::from(h.rtt_us) * 1000;
+            let rtt = Nanos::from(h.rtt_us) * 1000;
+            let shrank = rtt < self.rtt;
+            self.rtt = rtt;
+            // The first interval was timed with the sender's initial RTT guess; once the
+            // sender has measured a shorter one, the pending ACK comes no later than it says.
+            if shrank {
+                let due = self.interval_start + self.interval_ns();
+                self.next_ack = self.next_ack.map(|t| t.min(due.max(now)));
+            }
         }
         self.echo = (h.timestamp, now);
         self.fresh = true;

@@ -387,14 +387,20 @@ impl Sender {
     fn maybe_step(&mut self, now: Nanos) {
         let elapsed = now.saturating_sub(self.step.start);
         let samples = self.step.lost + self.step.received;
-        if elapsed < self.rtt.srtt() || samples < self.cfg.min_step_datagrams || elapsed == 0 {
+        // While probing, every ACK is a step: the probe's doubling is gated on the goodput
+        // window having seen the current rate, and the bottleneck shows one ACK sooner.
+        let min_elapsed = if self.rate.probing() { 1 } else { self.rtt.srtt() };
+        if elapsed < min_elapsed || samples < self.cfg.min_step_datagrams {
             return;
         }
         let s = self.step;
+        // Rates are measured in payload bytes; the controller's rate paces whole datagrams
+        // (Eq. 1 with MDS), so they are scaled to datagram bytes to be comparable with it.
+        let wire = self.cfg.mds as f64 / self.cfg.payload().max(1) as f64;
         let m = Measurement {
-            send_rate: s.bytes as f64 * SECOND as f64 / elapsed as f64,
-            goodput: s.goodput,
-            offered_rate: s.offered,
+            send_rate: wire * s.bytes as f64 * SECOND as f64 / elapsed as f64,
+            goodput: wire * s.goodput,
+            offered_rate: wire * s.offered,
             retransmit_fraction: if s.bytes == 0 { 0.0 } else { s.retransmitted as f64 / s.bytes as f64 },
             lost: s.lost,
             received: s.received,

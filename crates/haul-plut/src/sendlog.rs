@@ -4,10 +4,10 @@
 use crate::Nanos;
 use std::collections::VecDeque;
 
-/// Spacing of history entries.
-const SPACING: Nanos = 500_000;
+/// Spacing of history entries: fine enough for goodput windows of a millisecond.
+const SPACING: Nanos = 50_000;
 /// Entries kept (4 s at the spacing above).
-const KEEP: usize = 8192;
+const KEEP: usize = 80_000;
 
 /// (time, cumulative bytes sent) samples, oldest first.
 #[derive(Debug, Default)]

@@ -84,6 +84,12 @@ impl RateController {
         }
     }
 
+    /// True while the controller probes for the bottleneck: it then wants a measurement at
+    /// every ACK rather than once per RTT, to see the bottleneck as soon as possible.
+    pub fn probing(&self) -> bool {
+        matches!(self, RateController::RobbinsMonro(c) if c.phase() == robbins_monro::RmPhase::Probe)
+    }
+
     /// The current target rate, bytes/s.
     pub fn rate(&self) -> f64 {
         match self {

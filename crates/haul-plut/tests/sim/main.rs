@@ -8,4 +8,5 @@ mod net;
 mod bad_input;
 mod convergence;
 mod delivery;
+mod long_fat;
 mod stall;
