@@ -418,15 +418,20 @@ impl Session {
             }
             let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
             if let Some(alg) = item.cksm {
-                let r = self.ctl.final_reply(&mut |_| {})?;
-                if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
-                }
-                res.server_cksm = parse_cksm(&r);
+                res.server_cksm = self.cksm_reply(alg, &item.path)?;
             }
             results.push(res);
         }
         Ok(results)
+    }
+
+    /// Reads the reply to a queued `CKSM` and returns its digest.
+    fn cksm_reply(&mut self, alg: Algorithm, path: &str) -> Result<Option<String>, XferError> {
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if r.code != 213 {
+            return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, path), &r));
+        }
+        Ok(parse_cksm(&r))
     }
 
     /// Ends the session politely.

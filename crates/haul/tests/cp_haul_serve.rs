@@ -1,57 +1,12 @@
 //! `haul cp` against `haul serve`, both as real binaries: TLS (`haul://`) both ways, a killed
 //! upload resumed from the server's restart markers, and a rejected login's exit code.
+mod common;
+
+use common::haul::*;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
-
-/// A `haul serve` child, killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(root: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
-    Serve { child, addr }
-}
-
-fn cp(args: &[&str], history: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).output().unwrap();
-    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 #[test]
 fn tls_download_and_upload() {

@@ -1,57 +1,14 @@
 //! `haul cp --transport plut` against `haul serve`, both as real binaries over loopback:
 //! download and upload byte for byte and verified end to end, memory to memory, and a clear
 //! error from a server asked for PLUT with bad parameters.
+mod common;
+
+use common::haul::*;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
-
-/// A `haul serve` child, killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(root: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--anonymous", "--anonymous-write", "--root"])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
-    Serve { child, addr }
-}
-
-fn cp(args: &[&str], history: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).output().unwrap();
-    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    out
-}
+use std::process::{Command, Output};
 
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
@@ -64,7 +21,7 @@ fn plut_download_and_upload_are_exact_and_verified() {
     fs::create_dir(&root).unwrap();
     let data = random_bytes((40 << 20) + 777, 5);
     fs::write(root.join("f"), &data).unwrap();
-    let s = serve(&root);
+    let s = serve(&root, &["--anonymous", "--anonymous-write"]);
     let hist = dir.path().join("h.sqlite");
     let dl = dir.path().join("dl");
     let out = cp(&["--transport", "plut", "--json", &format!("ftp://{}/f", s.addr), dl.to_str().unwrap()], &hist);
@@ -107,7 +64,7 @@ fn say(c: &mut TcpStream, r: &mut BufReader<TcpStream>, line: &str) -> String {
 #[test]
 fn server_advertises_plut_and_names_bad_parameters() {
     let dir = tempfile::tempdir().unwrap();
-    let s = serve(dir.path());
+    let s = serve(dir.path(), &["--anonymous", "--anonymous-write"]);
     let mut c = TcpStream::connect(&s.addr).unwrap();
     let mut r = BufReader::new(c.try_clone().unwrap());
     let mut greet = String::new();

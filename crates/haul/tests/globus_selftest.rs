@@ -1,21 +1,10 @@
 //! Checks the Globus test harness itself against the real Globus programs.
 mod common;
 
+use common::haul::*;
+
 use common::globus::*;
 use std::fs;
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        // xorshift64*
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 #[test]
 fn globus_url_copy_download_and_upload_p8() {

@@ -3,6 +3,8 @@
 //! `-verify-checksum`; every file compared byte for byte.
 mod common;
 
+use common::haul::*;
+
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -47,18 +49,6 @@ impl Drop for HaulServe {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
 }
 
 fn skip() -> bool {

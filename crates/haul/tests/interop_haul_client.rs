@@ -2,23 +2,13 @@
 //! third-party transfers in MODE E with 8 streams, every file compared byte for byte.
 mod common;
 
+use common::haul::*;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use common::globus::*;
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 fn haul(args: &[&str], history: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_haul"))

@@ -2,23 +2,13 @@
 //! final file is bit-identical. Runs against the real globus-gridftp-server.
 mod common;
 
+use common::haul::*;
+
 use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::globus::*;
-
-fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n + 8);
-    while v.len() < n {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    v.truncate(n);
-    v
-}
 
 #[test]
 fn killed_download_resumes_with_only_missing_ranges() {

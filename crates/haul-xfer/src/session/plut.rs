@@ -133,11 +133,7 @@ impl Session {
             }
             let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
             if let Some(alg) = item.cksm {
-                let r = self.ctl.final_reply(&mut |_| {})?;
-                if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
-                }
-                res.server_cksm = parse_cksm(&r);
+                res.server_cksm = self.cksm_reply(alg, &item.path)?;
             }
             results.push(res);
         }

@@ -1,1 +1,5 @@
+//! Support shared by the integration tests; each test binary uses a different part of it.
+#![allow(dead_code)]
+
 pub mod globus;
+pub mod haul;

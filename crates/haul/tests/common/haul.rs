@@ -1,0 +1,55 @@
+//! Helpers shared by the integration tests that run the real `haul` binary.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// Reproducible pseudo-random bytes (xorshift64*).
+pub fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        v.extend_from_slice(&seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// A `haul serve` child on a free loopback port, killed on drop.
+pub struct Serve {
+    child: Child,
+    /// `127.0.0.1:PORT` as the server printed it.
+    pub addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `haul serve --root ROOT` with `extra` flags and waits for its listen line.
+pub fn serve(root: &Path, extra: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start haul serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("listen line");
+    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
+    Serve { child, addr }
+}
+
+/// Runs `haul cp ARGS --history HISTORY`, echoing its output for failure diagnosis.
+pub fn cp(args: &[&str], history: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).output().expect("run haul cp");
+    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
