@@ -43,14 +43,18 @@ pub struct UrlError {
 /// The GridFTP control port.
 pub const DEFAULT_PORT: u16 = 2811;
 
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
 fn pct_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(h << 4 | l);
                 i += 3;
                 continue;
             }
@@ -159,6 +163,15 @@ impl fmt::Display for Endpoint {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(s in "\\PC*", tail in "[%a-fA-F0-9é/:@\\[\\]]{0,12}") {
+            let _ = Endpoint::parse(&s);
+            let _ = Endpoint::parse(&format!("ftp://h/{tail}"));
+            let _ = Endpoint::parse(&format!("haul://{tail}"));
+        }
+    }
+
     #[test]
     fn parses_urls() {
         let Endpoint::Remote(r) = Endpoint::parse("ftp://bob:s%40cret@example.org:2812/data/x y").unwrap() else {
@@ -173,6 +186,11 @@ mod tests {
         assert_eq!(Endpoint::parse("./a/b").unwrap(), Endpoint::Local("./a/b".into()));
         assert_eq!(Endpoint::parse("file:///tmp/x").unwrap(), Endpoint::Local("/tmp/x".into()));
         assert!(Endpoint::parse("http://x/").is_err());
+        // Percent escapes next to multi-byte characters never split a character.
+        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/%aé%4").unwrap() else { panic!() };
+        assert_eq!(r.path, "/%aé%4");
+        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/a%20b%c3%a9").unwrap() else { panic!() };
+        assert_eq!(r.path, "/a bé");
         assert!(Endpoint::parse("ftp://:21/x").is_err());
         assert!(Endpoint::parse("ftp://h:99999/x").is_err());
     }
