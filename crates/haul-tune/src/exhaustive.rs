@@ -2,7 +2,7 @@
 //! spaced grid in iterate space; only the ℳ budget can cut it short.
 
 use crate::stopping::Tracker;
-use crate::{Optimizer, Point, Probe, Space, StopReason, Stopping, Trace, TuneError};
+use crate::{Optimizer, Point, Space, StopReason, Stopping, TuneError};
 
 /// Exhaustive search over `counts[i]` evenly spaced points per axis.
 #[derive(Debug, Clone)]
@@ -89,19 +89,7 @@ impl Optimizer for Exhaustive {
         self.t.accept(p, y).map(|_| ())
     }
 
-    fn best(&self) -> Option<&Probe> {
-        self.t.best()
-    }
-
-    fn probes(&self) -> usize {
-        self.t.probes()
-    }
-
-    fn space(&self) -> &Space {
-        self.t.space()
-    }
-
-    fn trace(&self) -> &Trace {
-        self.t.trace()
+    fn tracker(&self) -> &Tracker {
+        &self.t
     }
 }

@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use crate::space::feasible_step;
 use crate::spsa::{Gains, Start};
 use crate::stopping::Tracker;
-use crate::{Optimizer, Point, Probe, Space, Stopping, Trace, TuneError};
+use crate::{Optimizer, Point, Space, Stopping, TuneError};
 
 /// Kiefer–Wolfowitz optimizer.
 #[derive(Debug, Clone)]
@@ -120,19 +120,7 @@ impl Optimizer for KieferWolfowitz {
         Ok(())
     }
 
-    fn best(&self) -> Option<&Probe> {
-        self.t.best()
-    }
-
-    fn probes(&self) -> usize {
-        self.t.probes()
-    }
-
-    fn space(&self) -> &Space {
-        self.t.space()
-    }
-
-    fn trace(&self) -> &Trace {
-        self.t.trace()
+    fn tracker(&self) -> &Tracker {
+        &self.t
     }
 }

@@ -99,12 +99,22 @@ pub trait Optimizer {
     fn ask(&mut self) -> Option<Point>;
     /// Reports the throughput `y` measured at `p` (the point returned by the last `ask`).
     fn tell(&mut self, p: &Point, y: f64) -> Result<(), TuneError>;
+    /// The bookkeeping every optimizer shares: best probe, probe count, space and trace.
+    fn tracker(&self) -> &stopping::Tracker;
     /// Best probe so far.
-    fn best(&self) -> Option<&Probe>;
+    fn best(&self) -> Option<&Probe> {
+        self.tracker().best()
+    }
     /// Number of measurements told so far.
-    fn probes(&self) -> usize;
+    fn probes(&self) -> usize {
+        self.tracker().probes()
+    }
     /// The search space (to map iterates to real units).
-    fn space(&self) -> &Space;
+    fn space(&self) -> &Space {
+        self.tracker().space()
+    }
     /// The run's trace.
-    fn trace(&self) -> &Trace;
+    fn trace(&self) -> &Trace {
+        self.tracker().trace()
+    }
 }

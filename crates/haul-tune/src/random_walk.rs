@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::spsa::Start;
 use crate::stopping::Tracker;
-use crate::{Optimizer, Point, Probe, Space, Stopping, Trace, TuneError};
+use crate::{Optimizer, Point, Space, Stopping, TuneError};
 
 /// Default step in iterate units (1/12 of the [1, 25] range).
 pub const DEFAULT_STEP: f64 = 2.0;
@@ -73,19 +73,7 @@ impl Optimizer for RandomWalk {
         self.t.accept(p, y).map(|_| ())
     }
 
-    fn best(&self) -> Option<&Probe> {
-        self.t.best()
-    }
-
-    fn probes(&self) -> usize {
-        self.t.probes()
-    }
-
-    fn space(&self) -> &Space {
-        self.t.space()
-    }
-
-    fn trace(&self) -> &Trace {
-        self.t.trace()
+    fn tracker(&self) -> &Tracker {
+        &self.t
     }
 }

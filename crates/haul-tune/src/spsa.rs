@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::space::feasible_step;
 use crate::stopping::Tracker;
-use crate::{Optimizer, Point, Probe, Space, Stopping, Trace, TuneError};
+use crate::{Optimizer, Point, Space, Stopping, TuneError};
 
 /// Gain sequences a_k = a/(A+k+1)^α and c_k = c/(k+1)^γ (§4.4.1 step 3 of 000).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -221,19 +221,7 @@ impl Optimizer for Spsa {
         Ok(())
     }
 
-    fn best(&self) -> Option<&Probe> {
-        self.t.best()
-    }
-
-    fn probes(&self) -> usize {
-        self.t.probes()
-    }
-
-    fn space(&self) -> &Space {
-        self.t.space()
-    }
-
-    fn trace(&self) -> &Trace {
-        self.t.trace()
+    fn tracker(&self) -> &Tracker {
+        &self.t
     }
 }

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 
 use crate::spsa::Start;
 use crate::stopping::Tracker;
-use crate::{Optimizer, Point, Probe, Space, Stopping, Trace, TuneError};
+use crate::{Optimizer, Point, Space, Stopping, TuneError};
 
 /// Default neighbourhood step in iterate units.
 pub const DEFAULT_STEP: f64 = 2.0;
@@ -137,19 +137,7 @@ impl Optimizer for Tabu {
         Ok(())
     }
 
-    fn best(&self) -> Option<&Probe> {
-        self.t.best()
-    }
-
-    fn probes(&self) -> usize {
-        self.t.probes()
-    }
-
-    fn space(&self) -> &Space {
-        self.t.space()
-    }
-
-    fn trace(&self) -> &Trace {
-        self.t.trace()
+    fn tracker(&self) -> &Tracker {
+        &self.t
     }
 }
