@@ -20,6 +20,9 @@ pub trait Tunable {
     fn next_sample(&self, wait: Duration) -> Option<Sample>;
     /// True once the transfer has ended.
     fn finished(&self) -> bool;
+    /// The highest throughput the search has seen, bits per second, offered when it converges:
+    /// a lower bound on the path's bandwidth for the file clustering's BDP.
+    fn observe_bandwidth(&self, _bps: f64) {}
 }
 
 impl Tunable for crate::Transfer {
@@ -31,6 +34,11 @@ impl Tunable for crate::Transfer {
     }
     fn finished(&self) -> bool {
         self.is_finished()
+    }
+    fn observe_bandwidth(&self, bps: f64) {
+        if self.set_bandwidth(bps) {
+            tracing::info!("clusters re-formed for a measured {bps:.0} bit/s");
+        }
     }
 }
 
@@ -88,6 +96,7 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     let mut steps = Vec::new();
     let mut skip = cfg.settle;
     let mut readings = Vec::new();
+    let mut peak = 0.0f64;
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
         let Some(s) = t.next_sample(wait) else { continue };
@@ -109,6 +118,10 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
         let measured = decision.cc();
         let next = search.next(estimate.max(0.0)).map_err(bad)?;
         if let Decision::Measure(_) = decision {
+            peak = peak.max(estimate);
+            if search.phase() == Phase::Finished {
+                t.observe_bandwidth(peak);
+            }
             steps.push(TuneStep {
                 t_s: s.t_s,
                 concurrency: measured,

@@ -4,9 +4,10 @@
 //! journals. A tuner (a later issue) drives [`Transfer::set_concurrency`] and
 //! [`Transfer::set_parallelism`] while reading [`Transfer::samples`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::cell::Cell;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use haul_transport::mode_e::Progress;
 use crate::checksum::Algorithm;
 use crate::error::XferError;
 use crate::plan::Job;
+use crate::schedule::{Batch, ClusterInfo, Clustering, Queues};
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
@@ -61,6 +63,9 @@ pub struct Options {
     pub transport: Transport,
     /// PLUT only: the sender's NIC rate in bytes/s, its pacing ceiling (None: 10 Gb/s).
     pub plut_rate: Option<u64>,
+    /// File-size clusters with per-cluster pipelining and parallelism (None: one queue with
+    /// `pipeline` and `parallelism` for every file).
+    pub clustering: Option<Clustering>,
 }
 
 impl Default for Options {
@@ -80,6 +85,7 @@ impl Default for Options {
             max_rate: None,
             transport: Transport::Tcp,
             plut_rate: None,
+            clustering: None,
         }
     }
 }
@@ -112,14 +118,21 @@ pub struct Summary {
     pub checksum: Option<String>,
     /// Throughput samples.
     pub samples: Vec<Sample>,
+    /// The file-size clusters, when clustering was on.
+    pub clusters: Vec<ClusterInfo>,
 }
+
+/// Files in flight by id: live counters and, for downloads, the ranges journal.
+type Inflight = HashMap<u64, (Arc<Progress>, Option<PathBuf>)>;
 
 struct Shared {
     route: Route,
     opts: Options,
-    queue: Mutex<VecDeque<(Job, u32)>>,
+    queue: Mutex<Queues>,
     concurrency: AtomicU32,
     parallelism: AtomicU32,
+    /// Set once [`Transfer::set_parallelism`] overrides the per-cluster parallelism.
+    parallelism_set: AtomicBool,
     bytes: AtomicU64,
     files: AtomicU64,
     verified: AtomicU64,
@@ -128,7 +141,7 @@ struct Shared {
     stop: AtomicBool,
     error: Mutex<Option<XferError>>,
     /// Files in flight: live counters and, for downloads, the ranges journal to keep current.
-    inflight: Mutex<HashMap<u64, (Arc<Progress>, Option<PathBuf>)>>,
+    inflight: Mutex<Inflight>,
     next_id: AtomicU64,
 }
 
@@ -146,7 +159,11 @@ impl Transfer {
             route,
             concurrency: AtomicU32::new(opts.concurrency.max(1)),
             parallelism: AtomicU32::new(opts.parallelism.clamp(1, 64)),
-            queue: Mutex::new(jobs.into_iter().map(|j| (j, 0)).collect()),
+            queue: Mutex::new(match opts.clustering {
+                Some(c) => Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline),
+                None => Queues::single(jobs, opts.pipeline),
+            }),
+            parallelism_set: AtomicBool::new(false),
             opts,
             bytes: AtomicU64::new(0),
             files: AtomicU64::new(0),
@@ -172,6 +189,19 @@ impl Transfer {
     /// Changes the streams per file; takes effect at each session's next batch.
     pub fn set_parallelism(&self, n: u32) {
         self.shared.parallelism.store(n.clamp(1, 64), Ordering::Relaxed);
+        self.shared.parallelism_set.store(true, Ordering::Relaxed);
+    }
+
+    /// A live estimate of the path's bandwidth, bits per second: with clustering on and no
+    /// user-given bandwidth, files still waiting are re-clustered if the BDP moved by more than
+    /// 2×. Returns true if they were.
+    pub fn set_bandwidth(&self, bps: f64) -> bool {
+        self.shared.queue.lock().map(|mut q| q.set_bandwidth(bps)).unwrap_or(false)
+    }
+
+    /// The file-size clusters (empty without clustering) and their current channel shares.
+    pub fn clusters(&self) -> (Vec<ClusterInfo>, Vec<(haul_tune::cluster::FileClass, u32)>) {
+        self.shared.queue.lock().map(|q| (q.clusters().to_vec(), q.shares())).unwrap_or_default()
     }
 
     /// Bytes moved so far.
@@ -249,7 +279,9 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     if let Some(e) = shared.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
     }
+    let clusters = shared.queue.lock().map(|q| q.clusters().to_vec()).unwrap_or_default();
     Ok(Summary {
+        clusters,
         files: shared.files.load(Ordering::Relaxed),
         bytes: b,
         duration_s: end.duration_since(start).as_secs_f64(),
@@ -284,13 +316,12 @@ fn fail(shared: &Shared, e: XferError) {
 }
 
 /// Takes the next batch for worker `idx`, or None when it should stop.
-fn take_batch(shared: &Shared, idx: usize) -> Option<Vec<(Job, u32)>> {
-    if shared.stop.load(Ordering::Relaxed) || idx >= shared.concurrency.load(Ordering::Relaxed) as usize {
+fn take_batch(shared: &Shared, idx: usize) -> Option<Batch> {
+    let channels = shared.concurrency.load(Ordering::Relaxed);
+    if shared.stop.load(Ordering::Relaxed) || idx >= channels as usize {
         return None;
     }
-    let mut q = shared.queue.lock().ok()?;
-    let n = shared.opts.pipeline.max(1).min(q.len());
-    (n > 0).then(|| q.drain(..n).collect())
+    shared.queue.lock().ok()?.take(idx, channels)
 }
 
 fn worker(shared: Arc<Shared>, idx: usize) {
@@ -305,12 +336,14 @@ fn worker(shared: Arc<Shared>, idx: usize) {
 }
 
 fn shared_view(s: &Arc<Shared>) -> Ctx<'_> {
-    Ctx { s }
+    Ctx { s, batch: Cell::new((s.opts.pipeline.max(1), 0)) }
 }
 
 /// What a worker sees of the engine.
 pub(crate) struct Ctx<'a> {
     s: &'a Arc<Shared>,
+    /// The current batch's pipelining depth and parallelism (0: the engine-wide setting).
+    batch: Cell<(usize, u32)>,
 }
 
 impl Ctx<'_> {
@@ -318,10 +351,20 @@ impl Ctx<'_> {
         &self.s.opts
     }
     pub(crate) fn next_batch(&self, idx: usize) -> Option<Vec<(Job, u32)>> {
-        take_batch(self.s, idx)
+        let b = take_batch(self.s, idx)?;
+        self.batch.set((b.pipeline.max(1), b.parallelism));
+        Some(b.jobs)
     }
+    /// Streams per file for the current batch: the cluster's, unless set live.
     pub(crate) fn parallelism(&self) -> u32 {
-        self.s.parallelism.load(Ordering::Relaxed)
+        match self.batch.get().1 {
+            p if p > 0 && !self.s.parallelism_set.load(Ordering::Relaxed) => p,
+            _ => self.s.parallelism.load(Ordering::Relaxed),
+        }
+    }
+    /// Commands in flight per control session for the current batch.
+    pub(crate) fn pipeline(&self) -> usize {
+        self.batch.get().0
     }
     pub(crate) fn file_done(&self, verified: bool) {
         self.s.files.fetch_add(1, Ordering::Relaxed);
@@ -342,7 +385,7 @@ impl Ctx<'_> {
         tracing::warn!("{e}; transferring it again");
         self.s.retransferred.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut q) = self.s.queue.lock() {
-            q.push_back((job, tries + 1));
+            q.push_back(job, tries + 1);
         }
         Ok(())
     }

@@ -7,14 +7,18 @@ pub mod control;
 pub mod engine;
 pub mod error;
 pub mod listing;
+pub mod path;
 pub mod plan;
 pub mod resume;
+pub mod schedule;
 pub mod session;
 pub mod tls;
 pub mod url;
 mod worker;
 
 pub use engine::{Options, Route, Summary, Transfer, Transport};
+pub use path::PathEstimate;
+pub use schedule::{ClusterInfo, Clustering};
 pub use error::{ErrorKind, XferError};
 pub use url::{Endpoint, RemoteUrl};
 pub use worker::{DEV_NULL, DEV_ZERO};

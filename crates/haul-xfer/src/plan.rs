@@ -79,31 +79,6 @@ pub fn single_dst(src_name: &str, dst: &str, dst_is_dir: bool) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn maps_destinations() {
-        assert_eq!(single_dst("/a/b/f.dat", "/x", true), "/x/f.dat");
-        assert_eq!(single_dst("/a/b/f.dat", "/x/", false), "/x/f.dat");
-        assert_eq!(single_dst("f.dat", "/x/g", false), "/x/g");
-        assert_eq!(rjoin("/", "a"), "/a");
-    }
-
-    #[test]
-    fn walks_local_tree() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("s/t")).unwrap();
-        std::fs::write(d.path().join("a"), b"12").unwrap();
-        std::fs::write(d.path().join("s/t/b"), b"123").unwrap();
-        let (mut f, mut dirs) = (Vec::new(), Vec::new());
-        walk_local(d.path(), &mut f, &mut dirs).unwrap();
-        f.sort();
-        assert_eq!(f, vec![(PathBuf::from("a"), 2), (PathBuf::from("s/t/b"), 3)]);
-        assert_eq!(dirs.len(), 2);
-    }
-}
 
 /// Plans `cp SRC DST`: the route and the files, creating destination directories on the way.
 pub fn plan(
@@ -200,5 +175,31 @@ pub fn plan(
             ds.quit();
             Ok((Route::ThirdParty(s.clone(), d.clone()), jobs))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_destinations() {
+        assert_eq!(single_dst("/a/b/f.dat", "/x", true), "/x/f.dat");
+        assert_eq!(single_dst("/a/b/f.dat", "/x/", false), "/x/f.dat");
+        assert_eq!(single_dst("f.dat", "/x/g", false), "/x/g");
+        assert_eq!(rjoin("/", "a"), "/a");
+    }
+
+    #[test]
+    fn walks_local_tree() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("s/t")).unwrap();
+        std::fs::write(d.path().join("a"), b"12").unwrap();
+        std::fs::write(d.path().join("s/t/b"), b"123").unwrap();
+        let (mut f, mut dirs) = (Vec::new(), Vec::new());
+        walk_local(d.path(), &mut f, &mut dirs).unwrap();
+        f.sort();
+        assert_eq!(f, vec![(PathBuf::from("a"), 2), (PathBuf::from("s/t/b"), 3)]);
+        assert_eq!(dirs.len(), 2);
     }
 }

@@ -116,7 +116,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             })
             .collect();
         let got = match ctx.opts().transport {
-            Transport::Tcp => sess.get_many(&items, &params(ctx), ctx.opts().pipeline),
+            Transport::Tcp => sess.get_many(&items, &params(ctx), ctx.pipeline()),
             Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate),
         };
         drop(items);
@@ -212,7 +212,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                     .collect::<Result<Vec<_>, _>>()
             });
             let put = match ctx.opts().transport {
-                Transport::Tcp => sess.put_many(&items, &params(ctx), ctx.opts().pipeline),
+                Transport::Tcp => sess.put_many(&items, &params(ctx), ctx.pipeline()),
                 Transport::Plut => sess.put_plut(&items, ctx.opts().plut_rate),
             };
             (put, h.join())

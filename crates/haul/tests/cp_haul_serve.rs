@@ -117,7 +117,7 @@ fn tune_searches_concurrency_on_the_live_transfer_and_records_it() {
     let tree = root.join("tree");
     fs::create_dir_all(&tree).unwrap();
     for i in 0..400u64 {
-        fs::write(tree.join(format!("f{i:03}")), random_bytes(64 << 10 | (i as usize * 977) % 300_000, i)).unwrap();
+        fs::write(tree.join(format!("f{i:03}")), random_bytes((64 << 10) | ((i as usize * 977) % 300_000), i)).unwrap();
     }
     let s = serve(&root, &["--anonymous"]);
     let hist = dir.path().join("h.sqlite");
@@ -141,4 +141,45 @@ fn tune_searches_concurrency_on_the_live_transfer_and_records_it() {
     }
     let shown = Command::new(env!("CARGO_BIN_EXE_haul")).args(["history", "--json", "--history"]).arg(&hist).output().unwrap();
     assert!(String::from_utf8_lossy(&shown.stdout).contains("\"tuning\""), "the search is kept in the history");
+}
+
+#[test]
+fn clusters_split_a_mixed_tree_give_each_its_own_settings_and_every_file_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let tree = root.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    // A loopback RTT is tens of µs; with --bandwidth 400gbit the BDP is about 1-5 MB, so these
+    // sizes (4 KB ... 24 MB) spread over several clusters whatever the exact RTT.
+    let sizes: Vec<usize> = (0..60).map(|i| 4_000 + i * 97).chain((0..6).map(|i| 300_000 + i * 50_000)).chain([24 << 20, 20 << 20]).collect();
+    for (i, n) in sizes.iter().enumerate() {
+        fs::write(tree.join(format!("f{i:03}")), random_bytes(*n, i as u64 + 7)).unwrap();
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let out_dir = dir.path().join("out");
+    for policy in ["mc", "promc"] {
+        let _ = fs::remove_dir_all(&out_dir);
+        let out = cp(
+            &["--json", "-r", "-c", "3", "--clusters", policy, "--bandwidth", "400gbit", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
+            &dir.path().join("h.sqlite"),
+        );
+        assert!(out.status.success());
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["verified_files"], sizes.len());
+        let clusters = j["clusters"].as_array().expect("clusters in the summary");
+        assert!(clusters.len() >= 2, "a mixed tree makes more than one cluster: {clusters:?}");
+        assert_eq!(clusters.iter().map(|c| c["files"].as_u64().unwrap()).sum::<u64>(), sizes.len() as u64);
+        // The smallest files' cluster pipelines deeper than the biggest files' cluster.
+        let depth = |class: &str| clusters.iter().find(|c| c["class"] == class).map(|c| c["pipelining"].as_u64().unwrap());
+        let smallest = ["Small", "Middle", "Large", "Huge"].iter().find_map(|c| depth(c)).unwrap();
+        let biggest = ["Huge", "Large", "Middle", "Small"].iter().find_map(|c| depth(c)).unwrap();
+        assert!(smallest > biggest, "{clusters:?}");
+        for i in 0..sizes.len() {
+            let name = format!("f{i:03}");
+            assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
+        }
+    }
+    let bad = cp(&["--clusters", "fifo", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()], &dir.path().join("h.sqlite"));
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected mc, promc or off"));
 }

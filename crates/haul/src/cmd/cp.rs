@@ -11,7 +11,8 @@ use haul_store::{Outcome, Params, Store, TransferRecord};
 use haul_xfer::checksum::Algorithm;
 use haul_xfer::tls::ClientTls;
 use haul_xfer::autotune::{self, Tunable};
-use haul_xfer::{Endpoint, Options, Summary, Transfer, Transport};
+use haul_tune::cluster::{Cutoffs, Policy};
+use haul_xfer::{Clustering, Endpoint, Options, PathEstimate, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
 
@@ -78,12 +79,56 @@ pub struct Args {
     /// Highest concurrency --tune may choose.
     #[arg(long, default_value_t = 32)]
     pub tune_cap: u32,
+    /// File-size clusters with per-cluster pipelining and parallelism (pp = BDP/avg size,
+    /// p = min(⌈BDP/buffer⌉, ⌈avg size/buffer⌉)): mc (round-robin channels), promc (channels
+    /// by cluster bytes) or off. Default: mc with --tune, off otherwise; on, it replaces
+    /// -p and --pipeline.
+    #[arg(long, value_parser = parse_clusters)]
+    pub clusters: Option<ClusterMode>,
+    /// Cluster cut-offs as multiples of the BDP: SMALL,MIDDLE,LARGE (default 0.1,1,20).
+    #[arg(long, value_parser = parse_cutoffs)]
+    pub cluster_cutoffs: Option<Cutoffs>,
+    /// The path's bottleneck bandwidth for the BDP, e.g. 1gbit or 10gbit (default: 1 Gb/s
+    /// until the tuner measures more).
+    #[arg(long, value_parser = parse_bandwidth)]
+    pub bandwidth: Option<f64>,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// `--clusters`: a policy, or off.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterMode(Option<Policy>);
+
+fn parse_clusters(s: &str) -> Result<ClusterMode, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "mc" => Ok(ClusterMode(Some(Policy::MultiCluster))),
+        "promc" => Ok(ClusterMode(Some(Policy::ProMc))),
+        "off" | "none" => Ok(ClusterMode(None)),
+        _ => Err(format!("unknown cluster policy {s:?}: expected mc, promc or off")),
+    }
+}
+
+fn parse_cutoffs(s: &str) -> Result<Cutoffs, String> {
+    let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| format!("{x:?} is not a number"))).collect::<Result<_, _>>()?;
+    let [small_below, middle_below, large_below] = v[..] else {
+        return Err(format!("{s:?}: expected three multiples of the BDP, SMALL,MIDDLE,LARGE"));
+    };
+    let c = Cutoffs { small_below, middle_below, large_below };
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    match haul_netem::units::parse_rate(s) {
+        Ok(v) if v > 0.0 => Ok(v),
+        Ok(_) => Err(format!("{s:?}: the bandwidth must be positive")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_transport(s: &str) -> Result<Transport, String> {
@@ -138,7 +183,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_rate: args.max_rate,
         transport: args.transport,
         plut_rate: args.plut_rate,
+        clustering: None,
     };
+    let mut opts = opts;
+    let policy = args.clusters.map_or(args.tune.then_some(Policy::MultiCluster), |m| m.0);
+    if let Some(policy) = policy.filter(|_| args.transport == Transport::Tcp) {
+        match path_estimate(&src, &dst, &args, tls.as_ref()) {
+            Ok(path) => opts.clustering = Some(Clustering { path, cutoffs: args.cluster_cutoffs.unwrap_or_default(), policy }),
+            Err(e) => tracing::warn!("clustering off: cannot measure the path: {e}"),
+        }
+    }
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
@@ -222,6 +276,26 @@ impl autotune::Tunable for Watched<'_> {
     fn finished(&self) -> bool {
         self.t.is_finished()
     }
+    fn observe_bandwidth(&self, bps: f64) {
+        self.t.observe_bandwidth(bps);
+    }
+}
+
+/// The path the clusters are sized for: the control-channel RTT to the remote end (for
+/// third-party transfers the larger of the two, since the client cannot see the
+/// server-to-server path), the user's bandwidth or the prior, and the buffer.
+fn path_estimate(src: &Endpoint, dst: &Endpoint, args: &Args, tls: Option<&ClientTls>) -> anyhow::Result<PathEstimate> {
+    let buffer = args.tcp_buffer.map(|b| b as usize);
+    let mut best: Option<PathEstimate> = None;
+    for e in [src, dst] {
+        if let Endpoint::Remote(r) = e {
+            let p = PathEstimate::measure(r, tls, args.bandwidth, buffer)?;
+            if best.is_none_or(|b| p.rtt_s > b.rtt_s) {
+                best = Some(p);
+            }
+        }
+    }
+    best.ok_or_else(|| anyhow::anyhow!("no remote end to measure"))
 }
 
 /// The tuner's settings: start from the best concurrency this host pair has seen.
@@ -253,9 +327,26 @@ fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serd
         "concurrency": args.concurrency,
         "pipeline": args.pipeline,
         "transport": transport_name(args.transport),
+        "clusters": s.clusters,
         "samples": s.samples,
         "tuning": tuning,
     })
+}
+
+/// What the history keeps beyond the common parameters: the tuner's steps and the clusters.
+fn extra(tuning: &[autotune::TuneStep], clusters: &[haul_xfer::ClusterInfo]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    if !tuning.is_empty() {
+        m.insert("tuning".into(), serde_json::json!(tuning));
+    }
+    if !clusters.is_empty() {
+        m.insert("clusters".into(), serde_json::json!(clusters));
+    }
+    if m.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::Value::Object(m)
+    }
 }
 
 fn record(
@@ -296,7 +387,7 @@ fn record(
             block_size: Some(opts.block as u64),
             checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
             transport: Some(transport_name(opts.transport).into()),
-            extra: if tuning.is_empty() { serde_json::Value::Null } else { serde_json::json!({ "tuning": tuning }) },
+            extra: extra(tuning, result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default()),
         },
         files,
         bytes,

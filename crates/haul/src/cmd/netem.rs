@@ -274,7 +274,7 @@ fn topology(up: &UpArgs) -> anyhow::Result<Topology> {
         }
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        return Ok(Topology::from_toml(&text).with_context(|| format!("in {}", path.display()))?);
+        return Topology::from_toml(&text).with_context(|| format!("in {}", path.display()));
     }
     let mut params = haul_netem::DirParams::default();
     patch.apply(&mut params);

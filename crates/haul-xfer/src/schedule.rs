@@ -1,0 +1,344 @@
+//! The engine's work queues (issue 6, §2.1–2.2 of 003-digest): either one queue with the
+//! user's pipelining and parallelism, or one lane per file-size cluster with the thesis's
+//! per-cluster heuristic, its channels handed out Multi-Cluster style (round-robin) or ProMC
+//! style (by remaining bytes). A lane whose queue runs dry gives its channels to the lanes
+//! still holding files, and a slot whose lane is empty takes work from any lane, so no channel
+//! idles while files wait.
+
+use std::collections::VecDeque;
+
+use haul_tune::cluster::{self, Allocation, Cutoffs, FileClass, Policy};
+
+use crate::path::PathEstimate;
+use crate::plan::Job;
+
+/// The largest pipelining depth a cluster gets. Alg. 2's BDP/avgFileSize is unbounded for tiny
+/// files (5 MB BDP / 1 KB files = 5,000); past a few dozen commands in flight the control
+/// channel is no longer the bottleneck, and huge batches would starve other sessions.
+pub const MAX_PIPELINE: u32 = 64;
+
+/// The smallest pipelining depth a cluster gets. Alg. 2's BDP/avgFileSize rounds to 1 on
+/// short paths, where nothing hides the server's per-file turnaround (open, first read,
+/// reply); a few commands queued behind the one in flight do. Measured on loopback with 200
+/// files of 0.1–0.75 MB plus two of 150–200 MB: depth 1 moved 4.4–5.1 Gb/s, depth 4
+/// 5.3–7.1 Gb/s (`haul cp -r -p 1 --pipeline N`, two runs each). The floor only applies to
+/// clusters of files averaging under [`PIPELINE_FLOOR_BELOW`]: a batch is also the unit of work
+/// a session takes, and four big files on one channel would leave a long tail.
+pub const MIN_PIPELINE: u32 = 4;
+
+/// Mean file size below which [`MIN_PIPELINE`] applies (16 MiB).
+pub const PIPELINE_FLOOR_BELOW: f64 = 16.0 * 1024.0 * 1024.0;
+
+/// The largest per-cluster parallelism (the engine's own stream cap).
+pub const MAX_PARALLELISM: u32 = 64;
+
+/// How a dataset is split into clusters and scheduled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clustering {
+    /// The path estimate the cut-offs and heuristics are multiples of.
+    pub path: PathEstimate,
+    /// Cut-offs as multiples of the BDP.
+    pub cutoffs: Cutoffs,
+    /// Channel allocation.
+    pub policy: Policy,
+}
+
+/// One cluster as the engine runs it, for summaries and the history store.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ClusterInfo {
+    /// Size class.
+    pub class: FileClass,
+    /// Files in the cluster when it was formed.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Commands in flight per control session.
+    pub pipelining: u32,
+    /// Streams per file.
+    pub parallelism: u32,
+}
+
+/// A batch of work for one control session.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub jobs: Vec<(Job, u32)>,
+    pub pipeline: usize,
+    pub parallelism: u32,
+}
+
+#[derive(Debug)]
+struct Lane {
+    class: Option<FileClass>,
+    jobs: VecDeque<(Job, u32)>,
+    pipeline: u32,
+    parallelism: u32,
+}
+
+impl Lane {
+    fn remaining(&self) -> u64 {
+        self.jobs.iter().map(|(j, _)| j.size).fold(0, u64::saturating_add)
+    }
+}
+
+/// The work still to hand out.
+#[derive(Debug)]
+pub(crate) struct Queues {
+    lanes: Vec<Lane>,
+    clustering: Option<Clustering>,
+    alloc: Option<Allocation>,
+    channels: u32,
+    /// Slot index → lane index, rebuilt whenever the allocation changes.
+    slot_lane: Vec<usize>,
+    info: Vec<ClusterInfo>,
+}
+
+impl Queues {
+    /// One queue: every batch gets `pipeline` files.
+    pub fn single(jobs: Vec<Job>, pipeline: usize) -> Queues {
+        let lane = Lane {
+            class: None,
+            jobs: jobs.into_iter().map(|j| (j, 0)).collect(),
+            pipeline: pipeline.clamp(1, u32::MAX as usize) as u32,
+            parallelism: 0,
+        };
+        Queues { lanes: vec![lane], clustering: None, alloc: None, channels: 0, slot_lane: Vec::new(), info: Vec::new() }
+    }
+
+    /// Clusters `jobs` by `c`, or one queue with `pipeline` if the estimate is unusable.
+    pub fn clustered(jobs: Vec<Job>, c: Clustering, channels: u32, pipeline: usize) -> Queues {
+        let mut q = Queues::single(Vec::new(), pipeline);
+        q.clustering = Some(c);
+        q.channels = channels.max(1);
+        q.partition(jobs);
+        q
+    }
+
+    /// The clusters as formed (empty without clustering).
+    pub fn clusters(&self) -> &[ClusterInfo] {
+        &self.info
+    }
+
+    /// The current channel shares per cluster, in MC order.
+    pub fn shares(&self) -> Vec<(FileClass, u32)> {
+        self.alloc.as_ref().map(Allocation::shares).unwrap_or_default()
+    }
+
+    fn partition(&mut self, jobs: Vec<Job>) {
+        let Some(c) = self.clustering else { return };
+        let sizes: Vec<u64> = jobs.iter().map(|j| j.size).collect();
+        let clusters = match cluster::partition(&sizes, c.path.bdp(), c.path.buffer, &c.cutoffs) {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!("clustering off: {e}");
+                self.clustering = None;
+                let p = self.lanes.first().map_or(1, |l| l.pipeline);
+                self.lanes = vec![Lane { class: None, jobs: jobs.into_iter().map(|j| (j, 0)).collect(), pipeline: p, parallelism: 0 }];
+                return;
+            }
+        };
+        let mut slots: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
+        // Lanes in MC order so that stealing and shares agree.
+        let mut lanes = Vec::new();
+        let mut info = Vec::new();
+        for class in cluster::MC_ORDER {
+            let Some(k) = clusters.iter().find(|k| k.class == class) else { continue };
+            let floor = if k.avg_size() < PIPELINE_FLOOR_BELOW { MIN_PIPELINE } else { 1 };
+            let pipeline = k.params.pipelining.clamp(floor, MAX_PIPELINE);
+            let parallelism = k.params.parallelism.clamp(1, MAX_PARALLELISM);
+            info.push(ClusterInfo { class, files: k.files.len(), bytes: k.bytes, pipelining: pipeline, parallelism });
+            let jobs = k.files.iter().filter_map(|&i| slots[i].take()).map(|j| (j, 0)).collect();
+            lanes.push(Lane { class: Some(class), jobs, pipeline, parallelism });
+        }
+        tracing::info!(bdp = c.path.bdp(), rtt_s = c.path.rtt_s, "clusters: {info:?}");
+        self.alloc = Some(Allocation::new(&clusters, self.channels, c.policy));
+        self.lanes = lanes;
+        self.info = info;
+        self.rebuild();
+    }
+
+    /// True when no file waits.
+    pub fn is_empty(&self) -> bool {
+        self.lanes.iter().all(|l| l.jobs.is_empty())
+    }
+
+    /// Files waiting.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.lanes.iter().map(|l| l.jobs.len()).sum()
+    }
+
+    fn rebuild(&mut self) {
+        self.slot_lane.clear();
+        for (class, n) in self.shares() {
+            if let Some(i) = self.lanes.iter().position(|l| l.class == Some(class)) {
+                self.slot_lane.extend(std::iter::repeat_n(i, n as usize));
+            }
+        }
+    }
+
+    /// The next batch for channel `slot` of `channels`, or None when nothing waits.
+    pub fn take(&mut self, slot: usize, channels: u32) -> Option<Batch> {
+        if let Some(alloc) = self.alloc.as_mut() {
+            let mut changed = false;
+            for l in &self.lanes {
+                if let Some(class) = l.class.filter(|_| l.jobs.is_empty()) {
+                    if alloc.channels(class) > 0 || alloc.shares().iter().any(|s| s.0 == class) {
+                        alloc.finish(class);
+                        changed = true;
+                    }
+                }
+            }
+            let channels = channels.max(1);
+            if channels != self.channels || changed {
+                for l in &self.lanes {
+                    if let Some(class) = l.class {
+                        alloc.set_remaining(class, l.remaining());
+                    }
+                }
+                alloc.resize(channels);
+                self.channels = channels;
+                self.rebuild();
+            }
+        }
+        let own = self.slot_lane.get(slot).copied().filter(|&i| !self.lanes[i].jobs.is_empty());
+        let i = own.or_else(|| self.lanes.iter().position(|l| !l.jobs.is_empty()))?;
+        let lane = &mut self.lanes[i];
+        let n = (lane.pipeline as usize).min(lane.jobs.len());
+        Some(Batch { jobs: lane.jobs.drain(..n).collect(), pipeline: lane.pipeline as usize, parallelism: lane.parallelism })
+    }
+
+    /// Puts a file back (after a checksum mismatch) in its own cluster's lane.
+    pub fn push_back(&mut self, job: Job, tries: u32) {
+        let class = self.clustering.map(|c| c.cutoffs.classify(job.size, c.path.bdp()));
+        let i = self.lanes.iter().position(|l| l.class == class).unwrap_or(0);
+        match self.lanes.get_mut(i) {
+            Some(l) => l.jobs.push_back((job, tries)),
+            None => self.lanes.push(Lane { class, jobs: VecDeque::from([(job, tries)]), pipeline: 1, parallelism: 0 }),
+        }
+    }
+
+    /// A live bandwidth estimate, the highest throughput seen: a lower bound on the bottleneck,
+    /// so it can only raise the estimate (a slow dataset of tiny files says nothing about the
+    /// link). If the user gave no bandwidth and the BDP grows by more than 2×, the files still
+    /// waiting are clustered again. Returns true if they were.
+    pub fn set_bandwidth(&mut self, bps: f64) -> bool {
+        let Some(mut c) = self.clustering else { return false };
+        if c.path.bandwidth_given || !(bps.is_finite() && bps > c.path.bandwidth_bps) {
+            return false;
+        }
+        let old = c.path.bdp();
+        c.path.bandwidth_bps = bps;
+        let ratio = c.path.bdp() / old;
+        if ratio <= 2.0 {
+            return false;
+        }
+        self.clustering = Some(c);
+        let jobs: Vec<Job> = self.lanes.iter_mut().flat_map(|l| l.jobs.drain(..)).map(|(j, _)| j).collect();
+        self.partition(jobs);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(i: usize, size: u64) -> Job {
+        Job { src: format!("s{i}"), dst: format!("d{i}"), size }
+    }
+
+    /// 1 Gb/s, 40 ms: BDP 5 MB; default cut-offs 0.5 MB / 5 MB / 100 MB.
+    fn clustering(policy: Policy) -> Clustering {
+        let path = PathEstimate { rtt_s: 0.040, bandwidth_bps: 1e9, bandwidth_given: false, buffer: 4e6 };
+        Clustering { path, cutoffs: Cutoffs::default(), policy }
+    }
+
+    fn mixed() -> Vec<Job> {
+        let mut v: Vec<Job> = (0..100).map(|i| job(i, 100_000 + 9_000 * i as u64)).collect();
+        v.extend((0..4).map(|i| job(1000 + i, 200_000_000)));
+        v
+    }
+
+    #[test]
+    fn clusters_get_the_thesis_heuristic() {
+        let q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8);
+        let classes: Vec<FileClass> = q.clusters().iter().map(|c| c.class).collect();
+        assert_eq!(classes, vec![FileClass::Huge, FileClass::Small, FileClass::Middle]);
+        let small = &q.clusters()[1];
+        // pp = BDP / avg small size, rounded.
+        let avg = small.bytes as f64 / small.files as f64;
+        assert_eq!(small.pipelining, (5e6 / avg).round() as u32);
+        assert_eq!(small.parallelism, 1);
+        let huge = &q.clusters()[0];
+        assert_eq!((huge.pipelining, huge.parallelism), (1, 2), "⌈5 MB / 4 MB⌉ = 2 streams; big files one at a time");
+        assert_eq!(q.len(), 104);
+    }
+
+    #[test]
+    fn slots_follow_the_round_robin_shares_then_steal() {
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8);
+        // MC order Huge, Small, Large, Middle over the present clusters: one channel each.
+        assert_eq!(q.shares(), vec![(FileClass::Huge, 1), (FileClass::Small, 1), (FileClass::Middle, 1)]);
+        let b = q.take(0, 3).unwrap();
+        assert!(b.jobs.iter().all(|(j, _)| j.size == 200_000_000));
+        assert_eq!(b.jobs.len(), 1);
+        let b = q.take(1, 3).unwrap();
+        assert!(b.jobs.iter().all(|(j, _)| j.size < 500_000));
+        // Drain the Huge lane: slot 0 must then get other work, and its channel moves.
+        while q.take(0, 3).is_some_and(|b| b.jobs[0].0.size == 200_000_000) {}
+        assert!(q.shares().iter().all(|s| s.0 != FileClass::Huge), "{:?}", q.shares());
+        let mut n = 0;
+        while q.take(2, 3).is_some() {
+            n += 1;
+        }
+        assert!(n > 0);
+        assert!(q.is_empty());
+        assert!(q.take(0, 3).is_none());
+    }
+
+    #[test]
+    fn promc_gives_more_channels_to_the_bigger_cluster() {
+        let q = Queues::clustered(mixed(), clustering(Policy::ProMc), 8, 8);
+        let huge = q.shares().iter().find(|s| s.0 == FileClass::Huge).unwrap().1;
+        let small = q.shares().iter().find(|s| s.0 == FileClass::Small).unwrap().1;
+        assert!(huge > small, "{:?}", q.shares());
+        assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 8);
+    }
+
+    #[test]
+    fn growing_the_channels_reallocates() {
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 2, 8);
+        assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 2);
+        q.take(5, 9).unwrap();
+        assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 9);
+    }
+
+    #[test]
+    fn a_new_bandwidth_reclusters_only_waiting_files_and_only_on_a_big_change() {
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8);
+        let before = q.clusters().to_vec();
+        assert!(!q.set_bandwidth(1.5e9), "within 2x: no change");
+        assert!(!q.set_bandwidth(0.1e9), "a lower throughput is no evidence of a slower link");
+        assert!(q.set_bandwidth(10e9), "10x: recluster");
+        assert_ne!(q.clusters(), &before[..]);
+        assert_eq!(q.len(), 104);
+        let mut given = clustering(Policy::MultiCluster);
+        given.path.bandwidth_given = true;
+        let mut q = Queues::clustered(mixed(), given, 4, 8);
+        assert!(!q.set_bandwidth(10e9), "a user-given bandwidth stays");
+    }
+
+    #[test]
+    fn single_queue_uses_the_user_pipeline_and_put_back_files_return() {
+        let mut q = Queues::single(mixed(), 8);
+        let b = q.take(0, 1).unwrap();
+        assert_eq!(b.jobs.len(), 8);
+        assert_eq!(b.parallelism, 0, "0: the engine's global parallelism");
+        let (j, _) = b.jobs.into_iter().next().unwrap();
+        q.push_back(j.clone(), 1);
+        assert_eq!(q.len(), 104 - 8 + 1);
+        let mut q = Queues::clustered(vec![], clustering(Policy::MultiCluster), 2, 8);
+        q.push_back(j, 1);
+        assert_eq!(q.take(0, 2).unwrap().jobs.len(), 1);
+    }
+}
