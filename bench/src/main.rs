@@ -38,6 +38,11 @@ enum Command {
         /// The haul binary [default: `haul` next to this executable].
         #[arg(long)]
         haul: Option<PathBuf>,
+        /// Namespace prefix of the netem pair (passed as `--prefix` to `haul netem up/down`) and
+        /// state directory `/run/haul-netem-PREFIX` (`--state` of every `haul netem` call), so
+        /// benchmarks with different prefixes can run at the same time.
+        #[arg(long, value_name = "PREFIX")]
+        netem_prefix: Option<String>,
     },
     /// List the scenarios in a directory.
     List {
@@ -65,12 +70,12 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
-        Command::Run { scenario, reps, out, haul } => {
+        Command::Run { scenario, reps, out, haul, netem_prefix } => {
             let haul = match haul {
                 Some(h) => h,
                 None => default_haul()?,
             };
-            let report = runner::run(&scenario, &runner::Options { reps, haul })?;
+            let report = runner::run(&scenario, &runner::Options { reps, haul, netem_prefix })?;
             print!("{}", report.table());
             std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
             let stamp: String = report.started_at.chars().filter(|c| !matches!(c, '-' | ':')).collect();

@@ -19,12 +19,40 @@ pub struct Options {
     pub reps: Option<u32>,
     /// The haul binary (`{haul}`).
     pub haul: PathBuf,
+    /// Namespace prefix of the netem pair (`haul netem up/down --prefix`); also selects a state
+    /// directory of its own, so two benchmarks with different prefixes do not collide.
+    pub netem_prefix: Option<String>,
+}
+
+/// The leading arguments of every `haul netem` call: `netem` and, with a prefix, `--state DIR`.
+fn netem_base(haul: &Path, prefix: Option<&str>) -> Vec<String> {
+    let mut v = vec![haul.display().to_string(), "netem".into()];
+    if let Some(p) = prefix {
+        v.extend(["--state".into(), netem_state_dir(p)]);
+    }
+    v
+}
+
+/// `/run/haul-netem-<prefix without trailing dashes>`: a sibling of the default state directory
+/// (not inside it: `haul netem down` removes its whole state directory).
+pub fn netem_state_dir(prefix: &str) -> String {
+    format!("/run/haul-netem-{}", prefix.trim_end_matches('-'))
+}
+
+/// A prefix is non-empty `[A-Za-z0-9_-]` (it names namespaces and a state directory).
+pub fn check_netem_prefix(prefix: &str) -> Result<()> {
+    let ok = !prefix.trim_end_matches('-').is_empty() && prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+    if !ok {
+        bail!("--netem-prefix {prefix:?}: use [A-Za-z0-9_-] with at least one letter or digit");
+    }
+    Ok(())
 }
 
 /// Where and how commands execute.
 struct Env {
     topology: Topology,
-    haul: PathBuf,
+    /// `haul netem` and its global options.
+    netem: Vec<String>,
     vars: Vars,
 }
 
@@ -34,7 +62,8 @@ impl Env {
         match self.topology {
             Topology::Loopback => argv,
             Topology::Pair(_) => {
-                let mut v = vec![self.haul.display().to_string(), "netem".into(), "run".into(), host.into(), "--".into()];
+                let mut v = self.netem.clone();
+                v.extend(["run".into(), host.into(), "--".into()]);
                 v.extend(argv);
                 v
             }
@@ -59,13 +88,13 @@ fn helper(argv: &[String]) -> Result<String> {
 
 /// Brings the netem pair down when dropped.
 struct NetemPair {
-    haul: PathBuf,
+    /// `haul netem [--state DIR] down [--prefix P]`.
+    down: Vec<String>,
 }
 
 impl Drop for NetemPair {
     fn drop(&mut self) {
-        let argv = [self.haul.display().to_string(), "netem".into(), "down".into()];
-        if let Err(e) = helper(&argv) {
+        if let Err(e) = helper(&self.down) {
             eprintln!("haul-bench: warning: {e:#}");
         }
     }
@@ -77,6 +106,9 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     let metrics = scenario.validate()?;
     let topology = scenario.topology().map_err(anyhow::Error::msg)?;
     let reps = opts.reps.unwrap_or(scenario.repetitions);
+    if let Some(p) = &opts.netem_prefix {
+        check_netem_prefix(p)?;
+    }
     let uses_haul = matches!(topology, Topology::Pair(_))
         || scenario.contenders.iter().any(|c| c.command.contains("{haul}"));
     if uses_haul && !opts.haul.is_file() {
@@ -86,7 +118,9 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
         );
     }
     let tmp = tempfile::Builder::new().prefix("haul-bench-").tempdir().context("cannot create temp dir")?;
-    let mut env = Env { topology: topology.clone(), haul: opts.haul.clone(), vars: Vars::new() };
+    let netem = netem_base(&opts.haul, opts.netem_prefix.as_deref());
+    let prefix_args: Vec<String> = opts.netem_prefix.iter().flat_map(|p| ["--prefix".to_owned(), p.clone()]).collect();
+    let mut env = Env { topology: topology.clone(), netem: netem.clone(), vars: Vars::new() };
     let haul_s = opts.haul.display().to_string();
     let _pair = match &topology {
         Topology::Loopback => {
@@ -95,13 +129,20 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
             None
         }
         Topology::Pair(args) => {
-            let mut up = vec![haul_s.clone(), "netem".into(), "up".into(), "--pair".into()];
+            let mut up = netem.clone();
+            up.extend(["up".into(), "--pair".into()]);
+            up.extend(prefix_args.iter().cloned());
             up.extend(args.iter().cloned());
             eprintln!("haul-bench: {}", up.join(" "));
             helper(&up)?;
-            let pair = NetemPair { haul: opts.haul.clone() };
+            let mut down = netem.clone();
+            down.push("down".into());
+            down.extend(prefix_args.iter().cloned());
+            let pair = NetemPair { down };
             for h in ["a", "b"] {
-                let addr = helper(&[haul_s.clone(), "netem".into(), "addr".into(), h.into()])?;
+                let mut addr = netem.clone();
+                addr.extend(["addr".into(), h.into()]);
+                let addr = helper(&addr)?;
                 env.vars.insert(format!("addr_{h}"), addr);
             }
             Some(pair)
@@ -220,4 +261,21 @@ fn run_once(env: &Env, c: &Contender, metric: &Metric, rep: u32) -> Result<RunRe
         }
     }
     Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netem_prefix_selects_prefix_and_state_dir() {
+        assert_eq!(netem_state_dir("hfp-"), "/run/haul-netem-hfp");
+        let base = netem_base(Path::new("/x/haul"), Some("hfp-"));
+        assert_eq!(base, ["/x/haul", "netem", "--state", "/run/haul-netem-hfp"]);
+        assert_eq!(netem_base(Path::new("/x/haul"), None), ["/x/haul", "netem"]);
+        assert!(check_netem_prefix("bench_2-").is_ok());
+        for bad in ["", "-", "a/b", "../x", "a b"] {
+            assert!(check_netem_prefix(bad).is_err(), "{bad:?}");
+        }
+    }
 }
