@@ -39,6 +39,15 @@ pub enum ProfileError {
         /// UDT's error description.
         message: String,
     },
+    /// A PLUT data channel failed.
+    #[error("PLUT data channel {channel}: {source}")]
+    Plut {
+        /// The channel's address.
+        channel: String,
+        /// The PLUT IO layer's error.
+        #[source]
+        source: haul_transport::plut::PlutError,
+    },
     /// Writing a table, plot or trace failed.
     #[error("writing {path}: {reason}")]
     Output {

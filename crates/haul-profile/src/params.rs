@@ -35,7 +35,7 @@ pub enum TransportKind {
     Udp,
     /// UDT4 through the C++ shim.
     Udt,
-    /// PLUT (not yet integrated).
+    /// PLUT, haul's reliable UDP (004), one flow per stream.
     Plut,
 }
 
@@ -128,6 +128,60 @@ pub struct UdtOptions {
     pub maxbw: Option<u64>,
 }
 
+/// PLUT's source-rate controller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlutController {
+    /// PLUT's Robbins–Monro stabilisation (Eqs. 1–3 of 004).
+    #[default]
+    Rm,
+    /// Tsunami's error-rate control with ARET threshold adaptation (000 §5).
+    Tsunami,
+}
+
+impl PlutController {
+    /// The lowercase name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlutController::Rm => "rm",
+            PlutController::Tsunami => "tsunami",
+        }
+    }
+}
+
+impl fmt::Display for PlutController {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PlutController {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "rm" | "robbins-monro" => Ok(PlutController::Rm),
+            "tsunami" | "aret" => Ok(PlutController::Tsunami),
+            o => Err(format!("unknown PLUT controller {o:?} (expected rm or tsunami)")),
+        }
+    }
+}
+
+/// PLUT options (004); m is the datagram size (MDS) and `-w` the socket buffers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlutOptions {
+    /// Source-rate controller.
+    pub controller: PlutController,
+    /// Rate each stream's controller starts from, bytes per second (B/16 when absent).
+    pub initial_rate: Option<u64>,
+    /// NIC rate B of Eq. 1 of 004: the most one stream's pacer sends, bytes per second
+    /// (`-b`/P when a cap is given, else 10 Gb/s).
+    pub max_rate: Option<u64>,
+    /// Session id of the run's PLUT flows: a nonce the client draws for each run.
+    pub session: Option<u64>,
+}
+
 /// θ: every setting of one profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -142,9 +196,9 @@ pub struct ProfileParams {
     pub bytes: Option<u64>,
     /// Block size l: bytes per application send/recv call (transport default when absent).
     pub block: Option<u64>,
-    /// Packet size m: UDT_MSS − 28 for UDT, datagram size for UDP.
+    /// Packet size m: UDT_MSS − 28 for UDT, datagram size for UDP and PLUT.
     pub packet: Option<u32>,
-    /// Socket buffer for TCP (`-w`) and the UDP blast sockets, bytes.
+    /// Socket buffer for TCP (`-w`), the UDP blast and the PLUT sockets, bytes.
     pub buffer: Option<u64>,
     /// Aggregate bandwidth cap, bits per second (UDP default: 1 Gb/s).
     pub rate_bps: Option<u64>,
@@ -160,6 +214,8 @@ pub struct ProfileParams {
     pub tcp: TcpOptions,
     /// UDT options.
     pub udt: UdtOptions,
+    /// PLUT options.
+    pub plut: PlutOptions,
 }
 
 impl Default for ProfileParams {
@@ -179,6 +235,7 @@ impl Default for ProfileParams {
             affinity: Vec::new(),
             tcp: TcpOptions::default(),
             udt: UdtOptions::default(),
+            plut: PlutOptions::default(),
         }
     }
 }

@@ -5,7 +5,8 @@
 //! of 000; Δ defaults to −1), `packet` (m), `buffer` (TCP/UDP socket buffer and all four UDT
 //! buffers), `sndbuf` / `rcvbuf` (UDT and UDP send / receive buffers together, Fig. 7 of
 //! 001), `udt_sndbuf`, `udt_rcvbuf`, `udp_sndbuf`, `udp_rcvbuf`, `udt_maxbw` (B/s),
-//! `streams`, `rate` (b/s), `mss`, `pacing` (B/s), `duration` (s).
+//! `streams`, `rate` (b/s), `mss`, `pacing` (B/s), `plut_rate` and `plut_initial_rate`
+//! (PLUT's maximum and initial rate per stream, B/s), `duration` (s).
 
 use std::io::Write;
 use std::path::Path;
@@ -18,7 +19,7 @@ use crate::{ProfileError, Result};
 /// Every parameter a sweep can vary.
 pub const NAMES: &[&str] = &[
     "block", "block_k", "block_offset", "packet", "buffer", "sndbuf", "rcvbuf", "udt_sndbuf", "udt_rcvbuf", "udp_sndbuf", "udp_rcvbuf", "udt_maxbw", "streams", "rate",
-    "mss", "pacing", "duration",
+    "mss", "pacing", "plut_rate", "plut_initial_rate", "duration",
 ];
 
 /// One swept parameter and its values.
@@ -131,6 +132,8 @@ pub fn apply(base: &ProfileParams, point: &[(&str, f64)]) -> Result<ProfileParam
             "rate" => p.rate_bps = Some(u()?),
             "mss" => p.tcp.mss = Some(u32::try_from(u()?).map_err(|_| ProfileError::param(name, "too large"))?),
             "pacing" => p.tcp.pacing = Some(u()?),
+            "plut_rate" => p.plut.max_rate = Some(u()?),
+            "plut_initial_rate" => p.plut.initial_rate = Some(u()?),
             "duration" => p.duration_s = v,
             other => return Err(ProfileError::param("--vary", format!("unknown parameter {other:?}"))),
         }
@@ -261,5 +264,7 @@ mod tests {
         let p = apply(&base, &[("buffer", 1_048_576.0)]).unwrap();
         assert_eq!((p.udt.sndbuf, p.udt.udp_rcvbuf), (Some(1_048_576), Some(1_048_576)));
         assert!(apply(&base, &[("streams", 0.0)]).is_err());
+        let p = apply(&base, &[("plut_rate", 125e6), ("plut_initial_rate", 1e7)]).unwrap();
+        assert_eq!((p.plut.max_rate, p.plut.initial_rate), (Some(125_000_000), Some(10_000_000)));
     }
 }

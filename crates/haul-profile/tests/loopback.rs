@@ -1,4 +1,4 @@
-//! End-to-end profiling runs over loopback: TCP (1 and 4 streams), UDP blast, UDT4, error paths,
+//! End-to-end profiling runs over loopback: TCP (1 and 4 streams), UDP blast, UDT4, PLUT, error paths,
 //! and a side-by-side run with iperf3 (printed, not asserted: agreement is a benchmark).
 
 use std::net::SocketAddr;
@@ -103,10 +103,50 @@ fn server_failure_reaches_the_client_as_an_error_message() {
     run_client(params(TransportKind::Tcp), ClientOptions::new(&srv)).expect("after an error");
 }
 
+/// Every PLUT stream delivered exactly what its sender sent, checked byte for byte.
+fn assert_plut_exact(r: &haul_profile::ProfileReport) {
+    assert!(r.aggregate_bps > 0.0, "{} b/s", r.aggregate_bps);
+    assert!(r.sent_bytes > 0);
+    assert_eq!(r.received_bytes, r.sent_bytes, "PLUT delivers every byte sent, and no more");
+    for s in &r.streams {
+        assert!(s.sent_bytes > 0 && s.received_bytes == s.sent_bytes, "stream {}: sent {} received {}", s.id, s.sent_bytes, s.received_bytes);
+        assert!(s.rtt_ms.is_some() && s.retransmits.is_some() && s.packets_received.is_some_and(|n| n > 0));
+    }
+}
+
 #[test]
-fn plut_is_a_clear_runtime_error() {
-    let e = run_client(params(TransportKind::Plut), ClientOptions::new("127.0.0.1:9")).unwrap_err();
-    assert!(e.to_string().contains("not yet available"), "{e}");
+fn plut_one_stream_for_a_duration_delivers_exactly_what_was_sent() {
+    let srv = server();
+    let r = run_client(params(TransportKind::Plut), ClientOptions::new(&srv)).expect("run");
+    assert_eq!(r.streams.len(), 1);
+    assert_plut_exact(&r);
+    assert!(r.aggregate_bps > 1e7, "{} b/s on loopback", r.aggregate_bps);
+    assert!(!r.intervals.is_empty());
+    assert!(r.params.plut.session.is_some(), "the client drew a session id and the server accepted it");
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).expect("json");
+    assert!(v["aggregate_bps"].as_f64().is_some_and(|x| x > 0.0));
+}
+
+#[test]
+fn plut_two_streams_with_tsunami_and_jumbo_datagrams() {
+    let srv = server();
+    let mut p = ProfileParams { streams: 2, packet: Some(8972), block: Some(100_000), ..params(TransportKind::Plut) };
+    p.plut.controller = haul_profile::params::PlutController::Tsunami;
+    let r = run_client(p, ClientOptions::new(&srv)).expect("run");
+    assert_eq!(r.streams.len(), 2);
+    assert_plut_exact(&r);
+    // An exact byte count over two streams, one of them ending inside a datagram.
+    let p = ProfileParams { streams: 2, bytes: Some((24 << 20) + 1), ..params(TransportKind::Plut) };
+    let r = run_client(p, ClientOptions::new(&srv)).expect("byte-count run");
+    assert_plut_exact(&r);
+    assert_eq!(r.received_bytes, (24 << 20) + 1);
+}
+
+#[test]
+fn plut_bad_datagram_size_is_rejected_naming_the_flag() {
+    let p = ProfileParams { packet: Some(100), ..params(TransportKind::Plut) };
+    let e = run_client(p, ClientOptions::new("127.0.0.1:9")).unwrap_err();
+    assert!(e.to_string().contains("-M"), "{e}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use super::{flush, read_some};
 use crate::control::{Client, ClientEvent, SideReport};
 use crate::report::{Interval, ProfileReport};
 use crate::transport::{self, Channel};
-use crate::{ProfileError, ProfileParams, Result};
+use crate::{ProfileError, ProfileParams, Result, TransportKind};
 
 /// Default control port (iperf3's).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -50,8 +50,12 @@ pub fn resolve(server: &str) -> Result<SocketAddr> {
 }
 
 /// Runs one profiling (TPG steps 2–13) against the server and returns the combined report.
-pub fn run_client(params: ProfileParams, mut opts: ClientOptions<'_>) -> Result<ProfileReport> {
+pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Result<ProfileReport> {
     params.validate()?;
+    if params.transport == TransportKind::Plut && params.plut.session.is_none() {
+        // The PLUT session id, agreed in PARAMS: datagrams of other runs are dropped.
+        params.plut.session = Some(rand::random());
+    }
     let t = transport::for_kind(params.transport)?;
     t.init(&params)?;
     let warnings: Vec<String> = params.block_warning().into_iter().collect();

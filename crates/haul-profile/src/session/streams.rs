@@ -51,6 +51,11 @@ pub struct SendJob {
     pub quota: Option<u64>,
 }
 
+/// The block every sender sends (l bytes): byte i is i mod 251.
+pub fn test_block(l: usize) -> Vec<u8> {
+    (0..l).map(|i| (i % 251) as u8).collect()
+}
+
 /// Byte quota of stream `i` when `total` bytes are split over `n` streams.
 pub fn quota(total: u64, n: usize, i: usize) -> u64 {
     let n = n.max(1) as u64;
@@ -61,7 +66,7 @@ pub fn quota(total: u64, n: usize, i: usize) -> u64 {
 pub fn run_sender(p: &ProfileParams, mut job: SendJob, start: Instant, counters: &Counters, stop: &AtomicBool) -> Result<StreamSide> {
     pin_stream(p, job.index);
     let l = p.block_size() as usize;
-    let block: Vec<u8> = (0..l).map(|i| (i % 251) as u8).collect();
+    let block = test_block(l);
     let deadline = start + Duration::from_secs_f64(p.duration_s);
     let rate_bytes = p.rate_per_stream().map(|bps| bps / 8.0);
     let mut sent: u64 = 0;

@@ -3,6 +3,7 @@
 //! [`Listener::accept`], [`Channel::send`], [`Channel::recv`], [`Channel::close`], plus
 //! [`Channel::perfmon`] (TPG's `client_perfmon` / `server_perfmon`).
 
+mod plut;
 mod tcp;
 mod udp;
 mod udt;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use crate::params::{ProfileParams, TransportKind};
 use crate::{ProfileError, Result};
 
+pub use plut::Plut;
 pub use tcp::Tcp;
 pub use udp::Udp;
 pub use udt::Udt;
@@ -31,7 +33,8 @@ pub enum Recv {
     Eof,
 }
 
-/// Transport statistics of one channel (TCP_INFO, UDT perfmon, UDP sequence accounting).
+/// Transport statistics of one channel (TCP_INFO, UDT perfmon, UDP sequence accounting, PLUT's
+/// counters).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Perf {
     /// Smoothed RTT, milliseconds.
@@ -86,10 +89,7 @@ pub fn for_kind(kind: TransportKind) -> Result<Box<dyn Transport>> {
             "udt".into(),
             "haul was built without UDT4 (install libudt-dev, which provides /usr/include/udt/udt.h, and rebuild)".into(),
         )),
-        TransportKind::Plut => Err(ProfileError::Unavailable(
-            "plut".into(),
-            "PLUT data channels are not yet available in haul profile".into(),
-        )),
+        TransportKind::Plut => Ok(Box::new(Plut)),
     }
 }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use haul_profile::params::{parse_nic_file, TcpOptions, UdtOptions};
+use haul_profile::params::{parse_nic_file, PlutController, PlutOptions, TcpOptions, UdtOptions};
 use haul_profile::report::{self, ProfileReport};
 use haul_profile::session::ClientOptions;
 use haul_profile::{sweep, tune, ProfileParams, TransportKind};
@@ -65,10 +65,10 @@ struct Theta {
     /// Block size l: bytes per send/recv call (TCP 128K, UDP = -M, UDT 10(m-16)-1).
     #[arg(short = 'l', long, value_parser = parse_bytes)]
     block: Option<u64>,
-    /// Packet size m: UDT_MSS - 28 for UDT (1472), datagram size for UDP.
+    /// Packet size m: UDT_MSS - 28 for UDT (1472), datagram size for UDP and PLUT.
     #[arg(short = 'M', long)]
     packet: Option<u32>,
-    /// Socket buffer (SO_SNDBUF/SO_RCVBUF) for TCP and UDP, e.g. 4M.
+    /// Socket buffer (SO_SNDBUF/SO_RCVBUF) for TCP, UDP and PLUT, e.g. 4M.
     #[arg(short = 'w', long, value_parser = parse_bytes)]
     window: Option<u64>,
     /// Bandwidth cap over all streams, bits/s (e.g. 500M, 1gbit; UDP default 1G).
@@ -104,6 +104,15 @@ struct Theta {
     /// Most bandwidth one UDT connection may use, bits/s (UDT_MAXBW).
     #[arg(long, value_parser = parse_bits)]
     udt_maxbw: Option<u64>,
+    /// PLUT source-rate controller: rm (Robbins-Monro) or tsunami (ARET).
+    #[arg(long, default_value = "rm")]
+    plut_controller: PlutController,
+    /// PLUT rate each stream starts from, bits/s (default: the maximum rate / 16).
+    #[arg(long, value_parser = parse_bits)]
+    plut_initial_rate: Option<u64>,
+    /// PLUT maximum rate (NIC rate B) per stream, bits/s (default: -b / P, else 10G).
+    #[arg(long, value_parser = parse_bits)]
+    plut_max_rate: Option<u64>,
     /// Multi-NIC profiling: file of `SRC_IP DST_IP` lines; stream i uses line i mod N.
     #[arg(long)]
     nics: Option<PathBuf>,
@@ -225,6 +234,7 @@ fn params_of(t: &Theta) -> anyhow::Result<ProfileParams> {
         affinity: t.affinity.clone(),
         tcp: TcpOptions { congestion: t.congestion.clone(), mss: t.mss, pacing: t.pacing.map(|b| b / 8) },
         udt: UdtOptions { sndbuf: t.udt_sndbuf, rcvbuf: t.udt_rcvbuf, udp_sndbuf: t.udp_sndbuf, udp_rcvbuf: t.udp_rcvbuf, maxbw: t.udt_maxbw.map(|b| b / 8) },
+        plut: PlutOptions { controller: t.plut_controller, initial_rate: t.plut_initial_rate.map(|b| b / 8), max_rate: t.plut_max_rate.map(|b| b / 8), session: None },
     };
     p.validate()?;
     Ok(p)
