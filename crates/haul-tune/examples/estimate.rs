@@ -1,5 +1,6 @@
 //! Replays the early-stopping estimators on synthetic per-interval traces (noisy slow-start ramps
-//! and AR(1) processes) at 1 s and 100 ms reports, next to the 4-point oracle.
+//! and AR(1) processes) at 1 s and 100 ms reports, next to the 4-point oracle; at 100 ms also
+//! with the recommended minimum window (`EarlyStop::min_window`).
 //! Run: `cargo run -p haul-tune --release --example estimate`.
 
 use haul_tune::estimate::{EarlyStop, Model};
@@ -8,9 +9,10 @@ use haul_tune::traces::{ar1, exp_rise, with_noise};
 use haul_tune::TuneError;
 
 fn main() -> Result<(), TuneError> {
-    println!("| dt | model | converged % | mean time (s) | mean error % | oracle time (s) | oracle error % |");
-    println!("|---|---|---|---|---|---|---|");
-    for dt in [1.0, 0.1] {
+    println!("| dt | window (s) | model | converged % | mean time (s) | mean error % | <10% by 3 s | oracle time (s) | oracle error % |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let w = EarlyStop::RECOMMENDED_MIN_WINDOW_S;
+    for (dt, window) in [(1.0, 0.0), (0.1, 0.0), (0.1, w)] {
         let n = (60.0 / dt) as usize;
         let traces: Vec<Vec<f64>> = (0..500u64)
             .map(|s| {
@@ -28,13 +30,14 @@ fn main() -> Result<(), TuneError> {
             Model::NegPoly,
             Model::Adaptive,
         ] {
-            let r = evaluate(&EarlyStop::new(model, dt)?, &traces)?;
+            let r = evaluate(&EarlyStop::new(model, dt)?.min_window(window), &traces)?;
             println!(
-                "| {dt} s | {} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} |",
+                "| {dt} s | {window} | {} | {:.1} | {:.2} | {:.1} | {:.0}% | {:.2} | {:.1} |",
                 r.model,
                 r.converged_pct,
                 r.mean_time_s,
                 r.mean_error_pct,
+                r.within_bar_pct,
                 r.oracle_time_s,
                 r.oracle_error_pct
             );

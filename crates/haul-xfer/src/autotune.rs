@@ -55,6 +55,11 @@ pub struct AutoTuneConfig {
     pub max_readings: usize,
     /// Readings skipped after each change, while new channels open.
     pub settle: usize,
+    /// Seconds of readings a sample needs before the stopping rule may end it. At sub-second
+    /// reports the thesis's 3 points stop inside slow start; on the recorded corpus a 1.5 s
+    /// window halves AR(2)'s error but slows the search to ~12.6 s, so the default 1.0 s keeps
+    /// it under 10 s (docs/tuning.md, "Minimum window").
+    pub min_window_s: f64,
 }
 
 impl Default for AutoTuneConfig {
@@ -65,6 +70,7 @@ impl Default for AutoTuneConfig {
             theta: 0.10,
             max_readings: 20,
             settle: 1,
+            min_window_s: 1.0,
         }
     }
 }
@@ -90,7 +96,7 @@ pub struct TuneStep {
 pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneStep>, XferError> {
     let bad = |e: haul_tune::TuneError| XferError::Usage(format!("tuner: {e}"));
     let mut search = ConcurrencySearch::new(cfg.search).map_err(bad)?;
-    let mut est = EarlyStop::new(cfg.model, dt).map_err(bad)?.theta(cfg.theta);
+    let mut est = EarlyStop::new(cfg.model, dt).map_err(bad)?.theta(cfg.theta).min_window(cfg.min_window_s);
     let mut decision = search.start();
     t.set_concurrency(decision.cc());
     let mut steps = Vec::new();
