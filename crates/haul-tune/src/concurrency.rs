@@ -199,6 +199,17 @@ impl ConcurrencySearch {
         self.cc
     }
 
+    /// Sets the throughput re-tuning compares against, once converged: a driver that measures
+    /// the settled transfer more steadily than the search sample did (which may have caught
+    /// new connections' slow-start burst) re-bases on that. Ignored before convergence and for
+    /// non-finite or non-positive values.
+    pub fn rebase(&mut self, throughput: f64) {
+        if self.phase == Phase::Finished && throughput.is_finite() && throughput > 0.0 {
+            self.reference = throughput;
+            self.drift = 0;
+        }
+    }
+
     /// How many times the search restarted after convergence.
     pub fn retunes(&self) -> usize {
         self.retunes

@@ -210,3 +210,23 @@ fn bad_input_is_rejected() {
     })
     .is_err());
 }
+
+#[test]
+fn rebase_moves_the_retune_reference_only_after_convergence() {
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).unwrap();
+    s.rebase(5.0);
+    let mut d = s.start();
+    // A flat curve converges quickly; its search estimates were an inflated 900.
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(900.0).unwrap();
+    }
+    s.rebase(500.0);
+    // 450 is 10% off the re-based 500 (no re-tune) but 50% off 900 (it would re-tune).
+    for _ in 0..4 {
+        assert!(matches!(s.next(450.0).unwrap(), Decision::Run(_)));
+    }
+    assert_eq!(s.retunes(), 0);
+    assert!(matches!(s.next(300.0).unwrap(), Decision::Run(_)));
+    assert!(matches!(s.next(300.0).unwrap(), Decision::Measure(_)), "40% off twice: re-tune");
+    assert_eq!(s.retunes(), 1);
+}

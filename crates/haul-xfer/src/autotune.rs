@@ -53,8 +53,16 @@ pub struct AutoTuneConfig {
     pub theta: f64,
     /// Readings after which a sample ends even without convergence.
     pub max_readings: usize,
-    /// Readings skipped after each change, while new channels open.
-    pub settle: usize,
+    /// Seconds of readings skipped after each change, while new channels open and leave slow
+    /// start (on a 40 ms path with 0.01% loss new connections burst to 1.3–5× their steady
+    /// rate for about a second: bench/results/retune-netem-20261122T051953Z). The default
+    /// 0.4 s is the most that keeps the synthetic search within 10 s; with the 1 s minimum
+    /// window a sample covers 0.4–1.4 s after the change at least.
+    pub settle_s: f64,
+    /// After convergence, readings are averaged over windows this long before re-tuning looks
+    /// at them (200 ms readings of block-granular byte counts swing ±30% at low rates), and the
+    /// first window re-bases the reference the re-tuning rule compares with.
+    pub watch_s: f64,
     /// Seconds of readings a sample needs before the stopping rule may end it. At sub-second
     /// reports the thesis's 3 points stop inside slow start; on the recorded corpus a 1.5 s
     /// window halves AR(2)'s error but slows the search to ~12.6 s, so the default 1.0 s keeps
@@ -69,7 +77,8 @@ impl Default for AutoTuneConfig {
             model: Model::Ar { p: 2 },
             theta: 0.10,
             max_readings: 20,
-            settle: 1,
+            settle_s: 0.4,
+            watch_s: 1.0,
             min_window_s: 1.0,
         }
     }
@@ -100,7 +109,11 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     let mut decision = search.start();
     t.set_concurrency(decision.cc());
     let mut steps = Vec::new();
-    let mut skip = cfg.settle;
+    let per = |secs: f64| if secs > 0.0 && dt > 0.0 { (secs / dt).ceil() as usize } else { 0 };
+    let settle = per(cfg.settle_s);
+    let window = per(cfg.watch_s).max(1);
+    let mut skip = settle;
+    let mut rebased = false;
     let mut readings = Vec::new();
     let mut peak = 0.0f64;
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
@@ -112,8 +125,19 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
         }
         readings.push(s.bps);
         let estimate = match decision {
-            // After convergence every reading is a watch sample for re-tuning.
-            Decision::Run(_) => Some(s.bps),
+            // After convergence, each window's mean is a watch sample for re-tuning; the first
+            // one re-bases the reference.
+            Decision::Run(_) if readings.len() >= window => {
+                let mean = readings.iter().sum::<f64>() / readings.len() as f64;
+                readings.clear();
+                if !rebased {
+                    search.rebase(mean);
+                    rebased = true;
+                    continue;
+                }
+                Some(mean)
+            }
+            Decision::Run(_) => None,
             Decision::Measure(_) => match est.push(s.bps).map_err(bad)? {
                 Some(c) => Some(c.estimate),
                 None if readings.len() >= cfg.max_readings => Some(readings.iter().sum::<f64>() / readings.len() as f64),
@@ -142,8 +166,12 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
             readings.clear();
             if next.cc() != measured {
                 t.set_concurrency(next.cc());
-                skip = cfg.settle;
+                skip = settle;
             }
+        }
+        if matches!(next, Decision::Run(_)) && matches!(decision, Decision::Measure(_)) {
+            readings.clear();
+            rebased = false;
         }
         decision = next;
     }

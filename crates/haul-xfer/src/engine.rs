@@ -253,7 +253,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         if now >= next_sample {
             let b = total_bytes(&shared);
             let dt = now.duration_since(last_t).as_secs_f64();
-            let s = Sample { t_s: now.duration_since(start).as_secs_f64(), bytes: b - last_bytes, bps: (b - last_bytes) as f64 * 8.0 / dt };
+            let s = Sample { t_s: now.duration_since(start).as_secs_f64(), bytes: b.saturating_sub(last_bytes), bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt };
             let _ = tx.send(s.clone());
             samples.push(s);
             last_bytes = b;
@@ -271,7 +271,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     let b = total_bytes(&shared);
     if b > last_bytes {
         let dt = end.duration_since(last_t).as_secs_f64().max(1e-6);
-        let s = Sample { t_s: end.duration_since(start).as_secs_f64(), bytes: b - last_bytes, bps: (b - last_bytes) as f64 * 8.0 / dt };
+        let s = Sample { t_s: end.duration_since(start).as_secs_f64(), bytes: b.saturating_sub(last_bytes), bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt };
         let _ = tx.send(s.clone());
         samples.push(s);
     }
@@ -292,9 +292,14 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     })
 }
 
+/// Finished plus in-flight bytes. Both are read under the in-flight lock, which `untrack` also
+/// holds while it moves a file's bytes from one to the other: read apart, a file finishing in
+/// between counted twice and the next sample's difference wrapped.
 fn total_bytes(shared: &Shared) -> u64 {
-    let live: u64 = shared.inflight.lock().map(|m| m.values().map(|(p, _)| p.bytes()).sum()).unwrap_or(0);
-    shared.bytes.load(Ordering::Relaxed) + live
+    match shared.inflight.lock() {
+        Ok(m) => shared.bytes.load(Ordering::Relaxed) + m.values().map(|(p, _)| p.bytes()).sum::<u64>(),
+        Err(_) => shared.bytes.load(Ordering::Relaxed),
+    }
 }
 
 fn save_journals(shared: &Shared) {
