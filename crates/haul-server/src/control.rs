@@ -1,7 +1,13 @@
 //! The control connection of one session: plain TCP, upgraded to TLS by `AUTH TLS`
 //! (RFC 4217 §4), split into bounded lines with `haul_proto::LineBuffer`, and replies written
 //! in RFC 959 §4.2 form.
+//!
+//! Replies that end a step of a pipelined exchange (`226` after a transfer, a `213` digest that
+//! was ready at once) may be deferred: they go out with the next reply, or before the session
+//! waits for input, so a pipelining client gets `226`, `213` and the next `125` in one segment
+//! instead of three.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::sync::Arc;
@@ -34,6 +40,10 @@ pub struct Control {
     stream: Stream,
     tcp: TcpStream,
     lines: LineBuffer,
+    /// Inputs taken from `lines` by [`Control::peek_line`], not yet handed out.
+    queued: VecDeque<Input>,
+    /// Encoded replies not yet written.
+    out: Vec<u8>,
 }
 
 impl Control {
@@ -42,7 +52,13 @@ impl Control {
         tcp.set_read_timeout(Some(idle))?;
         tcp.set_write_timeout(Some(idle))?;
         tcp.set_nodelay(true)?;
-        Ok(Control { stream: Stream::Plain(tcp.try_clone()?), tcp, lines: LineBuffer::new(MAX_LINE) })
+        Ok(Control {
+            stream: Stream::Plain(tcp.try_clone()?),
+            tcp,
+            lines: LineBuffer::new(MAX_LINE),
+            queued: VecDeque::new(),
+            out: Vec::new(),
+        })
     }
 
     /// The local address of the control connection (data listeners bind to its IP).
@@ -60,18 +76,30 @@ impl Control {
         matches!(self.stream, Stream::Tls(_))
     }
 
-    /// Writes one reply.
+    /// Writes one reply, together with any deferred ones.
     pub fn send(&mut self, reply: &Reply) -> io::Result<()> {
+        self.defer(reply);
+        self.flush()
+    }
+
+    /// Queues one reply, to be written with the next [`Control::send`] or [`Control::flush`]
+    /// (at the latest when the session next waits for a command).
+    pub fn defer(&mut self, reply: &Reply) {
         tracing::debug!(reply = %reply, "control reply");
-        let bytes = reply.encode();
-        match &mut self.stream {
-            Stream::Plain(s) => s.write_all(bytes.as_bytes())?,
-            Stream::Tls(s) => {
-                s.write_all(bytes.as_bytes())?;
-                s.flush()?;
-            }
+        self.out.extend_from_slice(reply.encode().as_bytes());
+    }
+
+    /// Writes the deferred replies, if any.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let r = match &mut self.stream {
+            Stream::Plain(s) => s.write_all(&self.out),
+            Stream::Tls(s) => s.write_all(&self.out).and_then(|()| s.flush()),
+        };
+        self.out.clear();
+        r
     }
 
     /// Writes a one-line reply.
@@ -79,16 +107,33 @@ impl Control {
         self.send(&Reply::new(code, text))
     }
 
+    /// Defers a one-line reply (see [`Control::defer`]).
+    pub fn defer_reply(&mut self, code: u16, text: impl Into<String>) {
+        self.defer(&Reply::new(code, text))
+    }
+
+    /// Takes a complete line already buffered, if any.
+    fn buffered(&mut self) -> Option<Input> {
+        if let Some(i) = self.queued.pop_front() {
+            return Some(i);
+        }
+        match self.lines.next_line() {
+            Ok(Some(l)) => Some(Input::Line(l)),
+            Ok(None) => None,
+            Err(LineError::TooLong { .. }) => Some(Input::TooLong),
+            Err(LineError::NotUtf8) => Some(Input::NotUtf8),
+        }
+    }
+
     /// Reads the next line, queueing any further pipelined lines in the buffer.
     pub fn next_line(&mut self) -> io::Result<Input> {
         let mut buf = [0u8; 4096];
         loop {
-            match self.lines.next_line() {
-                Ok(Some(l)) => return Ok(Input::Line(l)),
-                Ok(None) => {}
-                Err(LineError::TooLong { .. }) => return Ok(Input::TooLong),
-                Err(LineError::NotUtf8) => return Ok(Input::NotUtf8),
+            if let Some(i) = self.buffered() {
+                return Ok(i);
             }
+            // About to wait for the client: it may be waiting for what was deferred.
+            self.flush()?;
             let r = match &mut self.stream {
                 Stream::Plain(s) => s.read(&mut buf),
                 Stream::Tls(s) => s.read(&mut buf),
@@ -106,10 +151,36 @@ impl Control {
         }
     }
 
+    /// The next command line if the client has already sent it, without waiting for one: a
+    /// line already buffered, or (on a plain connection) one already in the socket.
+    pub fn peek_line(&mut self) -> Option<&str> {
+        if self.queued.is_empty() {
+            let mut next = self.buffered();
+            if next.is_none() {
+                if let Stream::Plain(s) = &self.stream {
+                    let mut buf = [0u8; 4096];
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: a valid socket and a writable buffer of the given length.
+                    let n = unsafe { libc::recv(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+                    if n > 0 {
+                        self.lines.extend(&buf[..n as usize]);
+                        next = self.buffered();
+                    }
+                }
+            }
+            self.queued.extend(next);
+        }
+        match self.queued.front() {
+            Some(Input::Line(l)) => Some(l),
+            _ => None,
+        }
+    }
+
     /// Runs the TLS handshake (after `234` was sent). Bytes pipelined after `AUTH TLS` in
     /// clear text are refused rather than trusted (RFC 4217 §4).
     pub fn upgrade(&mut self, cfg: Arc<rustls::ServerConfig>) -> io::Result<()> {
-        if self.lines.pending() > 0 {
+        self.flush()?;
+        if self.lines.pending() > 0 || !self.queued.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "clear-text commands pipelined after AUTH TLS"));
         }
         let tls = tls::accept(cfg, self.tcp.try_clone()?)?;
@@ -119,6 +190,7 @@ impl Control {
 
     /// Shuts the connection down both ways.
     pub fn close(&mut self) {
+        let _ = self.flush();
         if let Stream::Tls(s) = &mut self.stream {
             s.conn.send_close_notify();
             let _ = s.flush();

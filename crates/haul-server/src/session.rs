@@ -58,6 +58,36 @@ pub struct Session<'a> {
     rename_from: Option<(String, PathBuf)>,
     pub(crate) prot_private: bool,
     pub(crate) plut: crate::plut_transfer::PlutState,
+    /// The digest of the file just sent or received, computed from the bytes as they went by,
+    /// for the `CKSM` the client pipelined after its `RETR` or `STOR`.
+    pub(crate) known_digest: Option<KnownDigest>,
+}
+
+/// A digest computed while a whole file was sent or received (see `Session::known_digest`).
+pub struct KnownDigest {
+    /// The file's virtual path.
+    pub virt: String,
+    /// Its real path, as resolved for the transfer.
+    pub real: PathBuf,
+    /// The algorithm.
+    pub alg: Algorithm,
+    /// The file as it was opened; the digest stands only while the file still looks the same.
+    pub id: FileId,
+    /// Lowercase hex.
+    pub hex: String,
+}
+
+/// What identifies a file's content for [`KnownDigest`]: device, inode, size, and the
+/// modification and change times (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId(u64, u64, u64, i64, i64, i64, i64);
+
+impl FileId {
+    /// The identity of a file from its metadata.
+    pub fn of(m: &fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId(m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    }
 }
 
 /// `virt: cause` for a failed file-system operation, in the words of `strerror`.
@@ -87,6 +117,7 @@ impl<'a> Session<'a> {
             rename_from: None,
             prot_private: false,
             plut: Default::default(),
+            known_digest: None,
         }
     }
 
@@ -149,6 +180,11 @@ impl<'a> Session<'a> {
                 | Command::Help(_)
                 | Command::Opts { .. }
         );
+        // Replies deferred by the previous command go out now, unless this command answers
+        // at once anyway (RETR: 125 / 150; CKSM: flushes itself unless its digest is ready).
+        if !matches!(cmd, Command::Retr(_) | Command::Eret { .. } | Command::Cksm { .. }) {
+            self.ctl.flush()?;
+        }
         if self.access.is_none() && !pre_login {
             self.ctl.reply(530, "Please login with USER and PASS.")?;
             return Ok(Flow::Continue);
@@ -490,7 +526,18 @@ impl<'a> Session<'a> {
             Ok(a) => a,
             Err(e) => return self.ctl.reply(504, format!("{e}.")),
         };
+        if let Some(d) = self.known_digest.take() {
+            // The file just sent or received, still the same file (so still inside the root):
+            // its digest is known.
+            let whole = offset == 0 && length.unwrap_or(d.id.2) == d.id.2;
+            if whole && d.alg == alg && d.virt == Vfs::normalize(&self.cwd, arg) && fs::metadata(&d.real).is_ok_and(|m| FileId::of(&m) == d.id) {
+                self.ctl.defer_reply(213, d.hex);
+                return Ok(());
+            }
+        }
         let Some(target) = self.resolve(arg)? else { return Ok(()) };
+        // Hashing may take a while: the client should have the replies it is waiting for.
+        self.ctl.flush()?;
         let result = match target {
             Target::Zero => match length {
                 Some(_) => checksum(&Zero, alg, offset, length),

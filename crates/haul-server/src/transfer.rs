@@ -19,15 +19,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use haul_proto::command::{Restart, TransferMode};
 use haul_proto::hostport::format_port;
-use haul_proto::{PerfMarker, RangeSet, Reply};
+use haul_proto::{Command, PerfMarker, RangeSet, Reply};
 use haul_transport::io::{Null, Sink, Source, Zero};
 use haul_transport::mode_e::{self, Acceptor, Progress};
 use haul_transport::{socket, stream, tls, Conn};
+use haul_xfer::checksum::{Algorithm, HashingSink, HashingSource};
 
 use crate::control::Control;
 use crate::listing;
-use crate::session::{fs_error, Session};
-use crate::vfs::Target;
+use crate::session::{fs_error, FileId, KnownDigest, Session};
+use crate::vfs::{Target, Vfs};
 
 /// How long connecting to a PORT address may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -255,9 +256,10 @@ impl Session<'_> {
     }
 
     /// Sends `ranges` of `src`: MODE E over cached or new connections, or MODE S on one.
-    fn send_source(&mut self, src: &dyn Source, ranges: Vec<(u64, u64)>) -> io::Result<()> {
+    /// Returns whether the transfer completed (its `226` is deferred, see `Control::defer`).
+    fn send_source(&mut self, src: &dyn Source, ranges: Vec<(u64, u64)>) -> io::Result<bool> {
         if !self.check_setup()? {
-            return Ok(());
+            return Ok(false);
         }
         let progress = Progress::default();
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
@@ -267,7 +269,7 @@ impl Session<'_> {
                 self.ctl.reply(150, "Beginning transfer.")?;
                 match self.open_conns(self.data.parallelism.max(1)) {
                     Ok(c) => conns = c,
-                    Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")),
+                    Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| false),
                 }
             } else {
                 self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?;
@@ -282,18 +284,21 @@ impl Session<'_> {
             self.ctl.reply(150, "Opening data connection.")?;
             let conn = match self.open_conns(1).map(|mut v| v.pop()) {
                 Ok(Some(c)) => c,
-                Ok(None) => return self.ctl.reply(425, "Can't open data connection."),
-                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")),
+                Ok(None) => return self.ctl.reply(425, "Can't open data connection.").map(|()| false),
+                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| false),
             };
             let start = ranges.first().map_or(0, |r| r.0);
             let end = ranges.last().map_or(0, |r| r.1);
             stream::send(conn, src, start, Some(end), &progress)
         };
         match result {
-            Ok(()) => self.ctl.reply(226, "Transfer Complete."),
+            Ok(()) => {
+                self.ctl.defer_reply(226, "Transfer Complete.");
+                Ok(true)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "send failed");
-                self.ctl.reply(426, format!("Data connection closed: {e}"))
+                self.ctl.reply(426, format!("Data connection closed: {e}")).map(|()| false)
             }
         }
     }
@@ -382,6 +387,7 @@ impl Session<'_> {
         let rest = self.rest.take();
         let Some(target) = self.resolve(arg)? else { return Ok(()) };
         let file;
+        let mut id = None;
         let (src, len, virt): (&dyn Source, Option<u64>, String) = match target {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
             Target::Null => return self.ctl.reply(550, "/dev/null: Permission denied (write-only device)"),
@@ -390,6 +396,7 @@ impl Session<'_> {
                     Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
                     Ok((f, m)) => {
                         file = f;
+                        id = Some((FileId::of(&m), real));
                         (&file, Some(m.len()), virt)
                     }
                     Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
@@ -404,17 +411,42 @@ impl Session<'_> {
                 Some(n) => l.min(n - off),
                 None => l,
             };
-            return self.send_source(&Shifted(src, off), vec![(0, l)]);
+            return self.send_source(&Shifted(src, off), vec![(0, l)]).map(drop);
         }
         let Some(n) = len else {
             return self.ctl.reply(550, format!("{virt}: endless; use ERET P <offset> <length>"));
         };
+        let whole = rest.is_none();
         let ranges = match rest {
             None => vec![(0, n)],
             Some(Restart::Offset(o)) => vec![(o.min(n), n)],
             Some(Restart::Ranges(r)) => r.missing(n),
         };
-        self.send_source(src, ranges)
+        // A whole file whose checksum the client asks for next: hash the bytes as they are
+        // sent, rather than reading the file again for the CKSM.
+        let hash = match (whole, id) {
+            (true, Some(id)) => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
+            _ => None,
+        };
+        let Some((alg, (id, real))) = hash else { return self.send_source(src, ranges).map(drop) };
+        let hashing = HashingSource::new(src, alg);
+        if self.send_source(&hashing, ranges)? {
+            if let Some(hex) = hashing.finish(n) {
+                self.known_digest = Some(KnownDigest { virt, real, alg, id, hex });
+            }
+        }
+        Ok(())
+    }
+
+    /// The algorithm of a `CKSM` of the whole of `virt` that the client has already sent as
+    /// the next command, if it has.
+    fn pipelined_cksm(&mut self, virt: &str) -> Option<Algorithm> {
+        let cwd = self.cwd.clone();
+        let line = self.ctl.peek_line()?;
+        match Command::parse(line).ok()? {
+            Command::Cksm { algorithm, offset: 0, path, .. } if Vfs::normalize(&cwd, &path) == virt => algorithm.parse().ok(),
+            _ => None,
+        }
     }
 
     /// STOR / APPE / ESTO: receive a file, never damaging the target on failure.
@@ -461,17 +493,38 @@ impl Session<'_> {
             Ok(f) => f,
             Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
         };
-        if self.receive_into(&file, base, start)?.is_none() {
+        // A new file whose checksum the client asks for next: hash the blocks as they are
+        // written, rather than reading the file back for the CKSM.
+        let alg = match (&kind, &rest) {
+            (WriteKind::Stor, None) => self.pipelined_cksm(&virt),
+            _ => None,
+        };
+        let hashing = alg.map(|a| HashingSink::new(&file, a, &path));
+        let sink: &dyn Sink = match &hashing {
+            Some(h) => h,
+            None => &file,
+        };
+        let Some(got) = self.receive_into(sink, base, start)? else {
             tracing::warn!(path = %virt, part = %path.display(), "upload failed; partial data kept");
             return Ok(());
-        }
+        };
+        let len = got.ranges().last().map_or(0, |r| r.1);
+        let digest = match hashing {
+            Some(h) if got.covers(len) => h.finish(len).ok().flatten(),
+            _ => None,
+        };
         drop(file);
         if path == part {
             if let Err(e) = fs::rename(&part, &real) {
                 return self.ctl.reply(550, fs_error(&virt, &e));
             }
         }
-        self.ctl.reply(226, "Transfer Complete.")
+        // The identity after the rename, which changes the file's ctime.
+        if let (Some(hex), Some(alg), Ok(m)) = (digest, alg, fs::metadata(&real)) {
+            self.known_digest = Some(KnownDigest { virt, real, alg, id: FileId::of(&m), hex });
+        }
+        self.ctl.defer_reply(226, "Transfer Complete.");
+        Ok(())
     }
 
     /// LIST / NLST / MLSD: send a listing over the data channel (MODE S, or MODE E blocks).
@@ -492,7 +545,7 @@ impl Session<'_> {
         match body {
             Ok(b) => {
                 let len = b.len() as u64;
-                self.send_source(&Bytes(b), vec![(0, len)])
+                self.send_source(&Bytes(b), vec![(0, len)]).map(drop)
             }
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }

@@ -145,6 +145,96 @@ fn cksm_algorithms() {
     assert_eq!(c.cmd("CKSM MD5 0 -1 missing").code, 550);
 }
 
+/// `RETR f` with `CKSM f` pipelined behind it: the digest comes from the bytes as they were
+/// sent (one stream: in order; four: partly read back), arrives with the 226 in one segment,
+/// and a file changed since is hashed afresh.
+#[test]
+fn pipelined_cksm_after_retr() {
+    let root = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let data = random_bytes(3 << 20 | 77, 11);
+    fs::write(root.path().join("f"), &data).unwrap();
+    let srv = server(root.path(), |c| c.block_size = 65536);
+    let md5 = |b: &[u8]| {
+        let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Md5);
+        h.update(b);
+        h.finish_hex()
+    };
+    for streams in [1, 4] {
+        let mut c = Ctl::anon(srv.addr());
+        assert_eq!(c.cmd("MODE E").code, 200);
+        assert_eq!(c.cmd(&format!("OPTS RETR Parallelism={streams},{streams},{streams};")).code, 200);
+        let l = c.port();
+        c.raw(b"RETR /f\r\nCKSM MD5 0 -1 f\r\n");
+        assert_eq!(c.reply().code, 150);
+        let h = receive_into(accept_n(&l, streams), &out.path().join("f"));
+        assert_eq!(c.finish().1.code, 226);
+        let r = c.reply();
+        assert_eq!((r.code, r.text()), (213, md5(&data)), "{streams} streams");
+        let conns = h.join().unwrap().expect("MODE E receive");
+        assert_eq!(fs::read(out.path().join("f")).unwrap(), data);
+
+        // The same again on the cached connections.
+        c.raw(b"RETR /f\r\nCKSM MD5 0 -1 /f\r\n");
+        assert_eq!(c.reply().code, 125);
+        let h = receive_into(conns, &out.path().join("f"));
+        assert_eq!(c.finish().1.code, 226);
+        assert_eq!(c.reply().text(), md5(&data));
+        h.join().unwrap().expect("second receive");
+    }
+
+    // The file changes while it is sent: the CKSM is of the file as it is now, not of the
+    // bytes sent, so the client sees the mismatch. Small socket buffers hold the sender back
+    // until the file has changed.
+    let mut c = Ctl::anon(srv.addr());
+    assert_eq!(c.cmd("SBUF 8192").code, 200);
+    assert_eq!(c.cmd("MODE E").code, 200);
+    let l = c.port();
+    c.raw(b"RETR /f\r\nCKSM MD5 0 -1 /f\r\n");
+    assert_eq!(c.reply().code, 150);
+    let conns = accept_n(&l, 1);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let changed = random_bytes(data.len(), 12);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = fs::OpenOptions::new().write(true).open(root.path().join("f")).unwrap();
+        f.write_all_at(&changed, 0).unwrap();
+    }
+    let h = receive_into(conns, &out.path().join("f"));
+    assert_eq!(c.finish().1.code, 226);
+    assert_eq!(c.reply().text(), md5(&changed));
+    h.join().unwrap().expect("receive");
+    assert_ne!(fs::read(out.path().join("f")).unwrap(), changed, "the sender was held back");
+}
+
+/// `STOR f` with `CKSM f` pipelined behind it: the digest comes from the blocks as they were
+/// written (four streams: partly read back), and is the stored file's.
+#[test]
+fn pipelined_cksm_after_stor() {
+    let root = tempfile::tempdir().unwrap();
+    let data = random_bytes(5 << 20 | 99, 13);
+    let srv = server(root.path(), |_| {});
+    let xxh = |b: &[u8]| {
+        let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Xxh128);
+        h.update(b);
+        h.finish_hex()
+    };
+    let mut c = Ctl::anon(srv.addr());
+    assert_eq!(c.cmd("MODE E").code, 200);
+    let addr = c.pasv();
+    let mut conns = connect_n(addr, 4);
+    for (name, len) in [("a", data.len()), ("b", 1000), ("c", 0)] {
+        c.raw(format!("STOR {name}\r\nCKSM XXH128 0 -1 /{name}\r\n").as_bytes());
+        assert!(c.reply().is_preliminary());
+        let h = send_bytes(conns, data[..len].to_vec(), 1 << 20);
+        assert_eq!(c.finish().1.code, 226);
+        let r = c.reply();
+        assert_eq!((r.code, r.text()), (213, xxh(&data[..len])), "{name}");
+        conns = h.join().unwrap().expect("send");
+        assert_eq!(fs::read(root.path().join(name)).unwrap(), &data[..len]);
+    }
+}
+
 #[test]
 fn dev_zero_eret_and_stor_dev_null() {
     let root = tempfile::tempdir().unwrap();

@@ -60,6 +60,33 @@ impl Cursor {
     }
 }
 
+/// Buffers larger than this are not kept for the next transfer.
+const KEEP_BUFFER: usize = 4 << 20;
+
+thread_local! {
+    /// A transfer buffer kept between transfers on the same thread, so a session moving many
+    /// small files neither allocates nor zeroes a block-sized buffer per file.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with a buffer of exactly `len` bytes (contents unspecified), reusing this thread's.
+fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut buf = BUFFER.with(|b| b.take());
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let r = f(&mut buf[..len]);
+    if buf.len() <= KEEP_BUFFER + HEADER_LEN {
+        BUFFER.with(|b| {
+            let mut cur = b.borrow_mut();
+            if cur.len() < buf.len() {
+                *cur = buf;
+            }
+        });
+    }
+    r
+}
+
 /// Sends `ranges` of `src` over every connection in `conns`, then an EOD on each and one EOF
 /// announcing `conns.len()` EODs. With `close`, each EOD also carries CLOSE and the write half is
 /// shut, so the connections cannot be reused.
@@ -78,6 +105,14 @@ pub fn send(
     let cursor = Mutex::new(Cursor { ranges: ranges.to_vec(), idx: 0, at: 0, block: block as u64 });
     let abort = AtomicBool::new(false);
     let eods = conns.len() as u64;
+    // No larger than what is to be sent: a small file should not cost a whole block.
+    let total: u64 = ranges.iter().map(|(a, b)| b.saturating_sub(*a)).sum();
+    let block = (total.min(block as u64) as usize).max(1);
+    if let [conn] = conns {
+        // One stream (a pipelined small file, usually): send on the caller's thread, with its
+        // reused buffer, rather than spawning a thread per file.
+        return send_one(conn.as_mut(), src, &cursor, &abort, progress, block, true, eods, close);
+    }
     std::thread::scope(|s| {
         let handles: Vec<_> = conns
             .iter_mut()
@@ -116,22 +151,38 @@ fn send_one(
     eods: u64,
     close: bool,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; HEADER_LEN + block];
-    loop {
-        if abort.load(Ordering::Relaxed) {
-            return Err(io::Error::other("transfer aborted by another stream"));
-        }
-        let next = cursor.lock().map_err(|_| io::Error::other("cursor poisoned"))?.next();
-        let Some((offset, n)) = next else { break };
-        read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
-        buf[..HEADER_LEN].copy_from_slice(&Header::data(offset, n as u64).encode());
-        conn.write_all(&buf[..HEADER_LEN + n])?;
-        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
-    }
     let close_bit = if close { Descriptor::CLOSE } else { 0 };
     let mut last = if first { Header::eof(eods, true) } else { Header::eod() };
     last.descriptor.0 |= close_bit;
-    conn.write_all(&last.encode())?;
+    let take = || cursor.lock().map_err(|_| io::Error::other("cursor poisoned")).map(|mut c| c.next());
+    // Room for a block between two headers: its own, and the EOD / EOF that follows the
+    // stream's last block in the same write.
+    with_buffer(2 * HEADER_LEN + block, |buf| -> io::Result<()> {
+        let mut next = take()?;
+        while let Some((offset, n)) = next {
+            if abort.load(Ordering::Relaxed) {
+                return Err(io::Error::other("transfer aborted by another stream"));
+            }
+            read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
+            buf[..HEADER_LEN].copy_from_slice(&Header::data(offset, n as u64).encode());
+            let mut len = HEADER_LEN + n;
+            next = take()?;
+            if next.is_none() {
+                buf[len..len + HEADER_LEN].copy_from_slice(&last.encode());
+                len += HEADER_LEN;
+            }
+            conn.write_all(&buf[..len])?;
+            progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            if next.is_none() {
+                return Ok(());
+            }
+        }
+        // No block fell to this stream.
+        if abort.load(Ordering::Relaxed) {
+            return Err(io::Error::other("transfer aborted by another stream"));
+        }
+        conn.write_all(&last.encode())
+    })?;
     conn.flush()?;
     if close {
         conn.shutdown_write()?;
@@ -179,6 +230,24 @@ pub fn receive(
     let state = Mutex::new(RecvState::default());
     let cv = Condvar::new();
     let kept = Mutex::new(Vec::new());
+    let mut conns = conns;
+    if conns.len() == 1 {
+        // One reused stream (a pipelined small file, usually): read it on the caller's thread
+        // instead of spawning a reader per file. Should its EOD not complete the transfer, the
+        // loop below waits for the sender's further connections as usual.
+        if let Some(conn) = conns.pop() {
+            // Nobody waits on the condition variable yet: no wake-ups to send.
+            let r = recv_one(conn, sink, progress, max_len, block, &state, None);
+            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+            match r {
+                Ok(Some(c)) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(c),
+                Ok(None) => {}
+                Err(e) => {
+                    st.error.get_or_insert(e);
+                }
+            }
+        }
+    }
     std::thread::scope(|s| {
         let spawn = |conn: Conn| {
             if let Ok(mut st) = state.lock() {
@@ -186,7 +255,7 @@ pub fn receive(
             }
             let (state, cv, kept) = (&state, &cv, &kept);
             s.spawn(move || {
-                let r = recv_one(conn, sink, progress, max_len, block, state, cv);
+                let r = recv_one(conn, sink, progress, max_len, block, state, Some(cv));
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 st.readers -= 1;
                 match r {
@@ -263,17 +332,29 @@ fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADE
 
 /// Reads one connection until its EOD; returns it for reuse unless the sender closed it.
 fn recv_one(
-    mut conn: Conn,
+    conn: Conn,
     sink: &dyn Sink,
     progress: &Progress,
     max_len: Option<u64>,
     block: usize,
     state: &Mutex<RecvState>,
-    cv: &Condvar,
+    cv: Option<&Condvar>,
 ) -> io::Result<Option<Conn>> {
     // No larger than the file: a pipelined small file should not cost a megabyte of zeroing.
     let cap = max_len.map_or(block as u64, |l| l.min(block as u64)) as usize;
-    let mut buf = vec![0u8; cap.clamp(4096, 4 << 20)];
+    with_buffer(cap.clamp(4096, 4 << 20), |buf| recv_blocks(conn, sink, progress, max_len, buf, state, cv))
+}
+
+/// The loop of [`recv_one`], reading blocks through `buf`.
+fn recv_blocks(
+    mut conn: Conn,
+    sink: &dyn Sink,
+    progress: &Progress,
+    max_len: Option<u64>,
+    buf: &mut [u8],
+    state: &Mutex<RecvState>,
+    cv: Option<&Condvar>,
+) -> io::Result<Option<Conn>> {
     loop {
         if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
             return Ok(None);
@@ -290,7 +371,9 @@ fn recv_one(
                 }
                 _ => st.expected = Some(n),
             }
-            cv.notify_all();
+            if let Some(cv) = cv {
+                cv.notify_all();
+            }
         } else if h.count > 0 {
             if let Some(len) = max_len {
                 if h.offset + h.count > len {
@@ -319,7 +402,9 @@ fn recv_one(
         if h.descriptor.has(Descriptor::EOD) {
             let mut st = state.lock().map_err(|_| io::Error::other("state poisoned"))?;
             st.eods += 1;
-            cv.notify_all();
+            if let Some(cv) = cv {
+                cv.notify_all();
+            }
             return Ok((!h.descriptor.has(Descriptor::CLOSE)).then_some(conn));
         }
     }

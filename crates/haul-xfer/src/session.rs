@@ -37,9 +37,16 @@ pub struct DataParams {
 enum DataState {
     None,
     /// We listen; the server connects (downloads, and the destination side of nothing else).
-    Download { listener: TcpListener, parallelism: u32, cached: Vec<Conn> },
+    Download {
+        listener: TcpListener,
+        parallelism: u32,
+        cached: Vec<Conn>,
+    },
     /// The server listens at `addr`; we connect (uploads).
-    Upload { cached: Vec<Conn>, pending: Vec<std::net::TcpStream> },
+    Upload {
+        cached: Vec<Conn>,
+        pending: Vec<std::net::TcpStream>,
+    },
 }
 
 /// A logged-in session with its data-channel state.
@@ -127,7 +134,11 @@ pub struct ItemResult {
 
 fn retr_of(it: &GetItem<'_>) -> Command {
     match it.eret {
-        Some((offset, length)) => Command::Eret { offset, length, path: it.path.clone() },
+        Some((offset, length)) => Command::Eret {
+            offset,
+            length,
+            path: it.path.clone(),
+        },
         None => Command::Retr(it.path.clone()),
     }
 }
@@ -136,7 +147,12 @@ fn retr_of(it: &GetItem<'_>) -> Command {
 const FOLLOW_MIN: u64 = 8 << 20;
 
 fn cksm_of(alg: Algorithm, path: &str) -> Command {
-    Command::Cksm { algorithm: alg.name().into(), offset: 0, length: None, path: path.to_string() }
+    Command::Cksm {
+        algorithm: alg.name().into(),
+        offset: 0,
+        length: None,
+        path: path.to_string(),
+    }
 }
 
 fn parse_cksm(r: &Reply) -> Option<String> {
@@ -147,7 +163,15 @@ impl Session {
     /// Connects and logs in.
     pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
-        Ok(Session { ctl, url: url.clone(), tls: tls.cloned(), mode_e: false, data: DataState::None, data_timeout: Duration::from_secs(60), plut: None })
+        Ok(Session {
+            ctl,
+            url: url.clone(),
+            tls: tls.cloned(),
+            mode_e: false,
+            data: DataState::None,
+            data_timeout: Duration::from_secs(60),
+            plut: None,
+        })
     }
 
     /// The URL this session was opened for.
@@ -157,7 +181,8 @@ impl Session {
 
     pub(crate) fn set_mode_e(&mut self) -> Result<(), XferError> {
         if !self.mode_e {
-            self.ctl.expect(&Command::Mode(TransferMode::Extended), 200)?;
+            self.ctl
+                .expect(&Command::Mode(TransferMode::Extended), 200)?;
             self.mode_e = true;
         }
         Ok(())
@@ -170,14 +195,20 @@ impl Session {
     /// Remote file size (SIZE).
     pub fn size(&mut self, path: &str) -> Result<u64, XferError> {
         let r = self.ctl.expect(&Command::Size(path.to_string()), 213)?;
-        r.text().trim().parse().map_err(|_| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+        r.text().trim().parse().map_err(|_| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })
     }
 
     /// Remote checksum (CKSM alg 0 -1 path).
     pub fn cksm(&mut self, alg: Algorithm, path: &str) -> Result<String, XferError> {
         let cmd = cksm_of(alg, path);
         let r = self.ctl.expect(&cmd, 213)?;
-        parse_cksm(&r).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+        parse_cksm(&r).ok_or_else(|| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })
     }
 
     /// Makes a directory; an existing one is fine.
@@ -193,9 +224,19 @@ impl Session {
 
     /// MLST facts of one path: (is_dir, size).
     pub fn stat(&mut self, path: &str) -> Result<(bool, u64), XferError> {
-        let r = self.ctl.expect(&Command::Mlst(Some(path.to_string())), 250)?;
-        let facts = r.lines.iter().find(|l| l.contains('=') && l.contains(';')).cloned().unwrap_or_default();
-        crate::listing::parse_mlst(&facts).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })
+        let r = self
+            .ctl
+            .expect(&Command::Mlst(Some(path.to_string())), 250)?;
+        let facts = r
+            .lines
+            .iter()
+            .find(|l| l.contains('=') && l.contains(';'))
+            .cloned()
+            .unwrap_or_default();
+        crate::listing::parse_mlst(&facts).ok_or_else(|| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })
     }
 
     /// Lists a directory with MLSD in stream mode over a passive connection.
@@ -206,26 +247,38 @@ impl Session {
             self.data = DataState::None;
         }
         let addr = self.pasv()?;
-        let tcp = socket::connect(addr, None, self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let tcp = socket::connect(addr, None, self.data_timeout)
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
         self.ctl.send(&Command::Mlsd(Some(path.to_string())))?;
         let r = self.ctl.reply()?;
         if !r.is_preliminary() {
-            return Err(XferError::from_reply(&self.ctl.name, &Command::Mlsd(Some(path.to_string())), &r));
+            return Err(XferError::from_reply(
+                &self.ctl.name,
+                &Command::Mlsd(Some(path.to_string())),
+                &r,
+            ));
         }
         let conn = prepare(tcp, self.tls_host()).map_err(|e| XferError::io(&self.ctl.name, e))?;
         let sink = crate::listing::VecSink::default();
-        haul_transport::stream::receive(conn, &sink, 0, &Progress::default()).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        haul_transport::stream::receive(conn, &sink, 0, &Progress::default())
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
         let r = self.ctl.final_reply(&mut |_| {})?;
         if !r.is_success() {
-            return Err(XferError::from_reply(&self.ctl.name, &Command::Mlsd(Some(path.to_string())), &r));
+            return Err(XferError::from_reply(
+                &self.ctl.name,
+                &Command::Mlsd(Some(path.to_string())),
+                &r,
+            ));
         }
         Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
     }
 
     pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
         let r = self.ctl.expect(&Command::Pasv, 227)?;
-        let mut a = hostport::find_in_reply(&r.text())
-            .ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+        let mut a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })?;
         if a.ip().is_unspecified() {
             a.set_ip(self.ctl.peer.ip());
         }
@@ -240,16 +293,29 @@ impl Session {
                 return Ok(());
             }
         }
-        self.ctl.ok(&Command::Opts { command: "RETR".into(), options: format!("Parallelism={0},{0},{0};", p.parallelism) })?;
+        self.ctl.ok(&Command::Opts {
+            command: "RETR".into(),
+            options: format!("Parallelism={0},{0},{0};", p.parallelism),
+        })?;
         if let Some(b) = p.tcp_buffer {
             self.ctl.ok(&Command::Sbuf(b as u64))?;
         }
         let listener = socket::listen(SocketAddr::new(self.ctl.local.ip(), 0), p.tcp_buffer)
             .map_err(|e| XferError::io("data listener", e))?;
-        let addr = listener.local_addr().map_err(|e| XferError::io("data listener", e))?;
-        let cmd = if addr.is_ipv4() { Command::Port(addr) } else { Command::Eprt(addr) };
+        let addr = listener
+            .local_addr()
+            .map_err(|e| XferError::io("data listener", e))?;
+        let cmd = if addr.is_ipv4() {
+            Command::Port(addr)
+        } else {
+            Command::Eprt(addr)
+        };
         self.ctl.ok(&cmd)?;
-        self.data = DataState::Download { listener, parallelism: p.parallelism, cached: Vec::new() };
+        self.data = DataState::Download {
+            listener,
+            parallelism: p.parallelism,
+            cached: Vec::new(),
+        };
         Ok(())
     }
 
@@ -267,16 +333,27 @@ impl Session {
         let addr = self.pasv()?;
         let mut pending = Vec::with_capacity(p.parallelism as usize);
         for _ in 0..p.parallelism {
-            pending.push(socket::connect(addr, p.tcp_buffer, self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?);
+            pending.push(
+                socket::connect(addr, p.tcp_buffer, self.data_timeout)
+                    .map_err(|e| XferError::io(&self.ctl.name, e))?,
+            );
         }
         // The server accepts (and does its TLS handshake) only once a STOR runs, so the
         // connections are wrapped after the first 150 reply, in `put_many`.
-        self.data = DataState::Upload { cached: Vec::new(), pending };
+        self.data = DataState::Upload {
+            cached: Vec::new(),
+            pending,
+        };
         Ok(())
     }
 
     /// Downloads `items` in order with up to `depth` commands in flight (pipelining).
-    pub fn get_many(&mut self, items: &[GetItem<'_>], p: &DataParams, depth: usize) -> Result<Vec<ItemResult>, XferError> {
+    pub fn get_many(
+        &mut self,
+        items: &[GetItem<'_>],
+        p: &DataParams,
+        depth: usize,
+    ) -> Result<Vec<ItemResult>, XferError> {
         self.ready_download(p)?;
         let depth = depth.max(1);
         let mut results = Vec::with_capacity(items.len());
@@ -297,7 +374,11 @@ impl Session {
             if let Some(h) = &item.have {
                 let r = self.ctl.final_reply(&mut |_| {})?;
                 if r.code != 350 {
-                    return Err(XferError::from_reply(&self.ctl.name, &Command::Rest(Restart::Ranges(h.clone())), &r));
+                    return Err(XferError::from_reply(
+                        &self.ctl.name,
+                        &Command::Rest(Restart::Ranges(h.clone())),
+                        &r,
+                    ));
                 }
             }
             let retr = retr_of(item);
@@ -305,58 +386,115 @@ impl Session {
             if !r.is_preliminary() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
-            // Large files: hash our copy as its contiguous prefix grows, so verification costs
-            // little more than the transfer itself. Small files: hash after the last byte while
-            // the server hashes its copy (a follower would only add polling latency).
-            let follow = item.cksm.filter(|_| item.len.is_some_and(|l| l > FOLLOW_MIN));
+            // Small files: hash the bytes as they are written (one stream delivers them in
+            // order), so the digest is ready with the last byte and the file is never read back.
+            // Large files: hash our copy as its contiguous prefix grows, on another core.
+            let small = item.len.is_some_and(|l| l <= FOLLOW_MIN);
+            let inline = item
+                .cksm
+                .filter(|_| small && item.have.is_none())
+                .map(|(alg, local)| crate::checksum::HashingSink::new(item.sink, alg, local));
+            let follow = item.cksm.filter(|_| !small);
             let finished = std::sync::atomic::AtomicBool::new(false);
-            let prefix = || item.progress.ranges.lock().ok().and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1)).unwrap_or(0);
+            let prefix = || {
+                item.progress
+                    .ranges
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
+                    .unwrap_or(0)
+            };
             let (prefix, finished) = (&prefix, &finished);
+            let sink: &dyn Sink = match &inline {
+                Some(h) => h,
+                None => item.sink,
+            };
             let (got, followed) = std::thread::scope(|s| {
-                let follower = follow.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
-                let got = self.receive_into(item);
+                let follower = follow.map(|(alg, local)| {
+                    s.spawn(move || crate::checksum::follow(local, alg, prefix, finished))
+                });
+                let got = self.receive_into(item, sink);
                 finished.store(true, std::sync::atomic::Ordering::Release);
                 (got, follower.map(|h| h.join()))
             });
             got?;
+            let hashed = match (inline, item.len) {
+                (Some(h), Some(len)) => h
+                    .finish(len)
+                    .map_err(|e| XferError::io(&format!("hashing {}", item.path), e))?,
+                _ => None,
+            };
             let r = self.ctl.final_reply(&mut |_| {})?;
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
             if let Some((alg, local)) = item.cksm {
                 let ctl = &mut self.ctl;
+                // Whatever was not hashed on the way in is hashed now, while the server
+                // computes its digest.
+                let ready = followed.or(hashed.map(|d| Ok(Ok(d))));
                 let (reply, mine) = std::thread::scope(|s| {
-                    let h = followed.is_none().then(|| s.spawn(move || crate::checksum::checksum_path(local, alg)));
+                    let h = ready
+                        .is_none()
+                        .then(|| s.spawn(move || crate::checksum::checksum_path(local, alg)));
                     (ctl.final_reply(&mut |_| {}), h.map(|h| h.join()))
                 });
                 let r = reply?;
                 if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
+                    return Err(XferError::from_reply(
+                        &self.ctl.name,
+                        &cksm_of(alg, &item.path),
+                        &r,
+                    ));
                 }
                 res.server_cksm = parse_cksm(&r);
-                let joined = followed.or(mine).ok_or_else(|| XferError::Usage("no local checksum was computed".into()))?;
-                res.local_cksm = Some(joined.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
+                let joined = ready
+                    .or(mine)
+                    .ok_or_else(|| XferError::Usage("no local checksum was computed".into()))?;
+                res.local_cksm = Some(joined.unwrap_or_else(|_| {
+                    Err(XferError::Usage("checksum thread panicked".into()))
+                })?);
             }
             results.push(res);
         }
         Ok(results)
     }
 
-    fn receive_into(&mut self, item: &GetItem<'_>) -> Result<(), XferError> {
+    fn receive_into(&mut self, item: &GetItem<'_>, sink: &dyn Sink) -> Result<(), XferError> {
         let tls = self.tls.clone();
         let host = self.url.host.clone();
-        let DataState::Download { listener, cached, .. } = &mut self.data else {
-            return Err(XferError::Usage("session is not set up for downloads".into()));
+        let DataState::Download {
+            listener, cached, ..
+        } = &mut self.data
+        else {
+            return Err(XferError::Usage(
+                "session is not set up for downloads".into(),
+            ));
         };
-        let acceptor = ListenAcceptor { listener, tls: tls.as_ref().map(|t| (t, host.as_str())) };
-        let got = mode_e::receive(std::mem::take(cached), Some(&acceptor), item.sink, item.progress, item.len, haul_transport::DEFAULT_BLOCK)
-            .map_err(|e| XferError::io(&format!("receiving {}", item.path), e))?;
+        let acceptor = ListenAcceptor {
+            listener,
+            tls: tls.as_ref().map(|t| (t, host.as_str())),
+        };
+        let got = mode_e::receive(
+            std::mem::take(cached),
+            Some(&acceptor),
+            sink,
+            item.progress,
+            item.len,
+            haul_transport::DEFAULT_BLOCK,
+        )
+        .map_err(|e| XferError::io(&format!("receiving {}", item.path), e))?;
         *cached = got.reusable;
         Ok(())
     }
 
     /// Uploads `items` in order with up to `depth` commands in flight (pipelining).
-    pub fn put_many(&mut self, items: &[PutItem<'_>], p: &DataParams, depth: usize) -> Result<Vec<ItemResult>, XferError> {
+    pub fn put_many(
+        &mut self,
+        items: &[PutItem<'_>],
+        p: &DataParams,
+        depth: usize,
+    ) -> Result<Vec<ItemResult>, XferError> {
         self.ready_upload(p)?;
         let depth = depth.max(1);
         let mut results = Vec::with_capacity(items.len());
@@ -376,7 +514,11 @@ impl Session {
             if let Some(h) = &item.have {
                 let r = self.ctl.final_reply(&mut |_| {})?;
                 if r.code != 350 {
-                    return Err(XferError::from_reply(&self.ctl.name, &Command::Rest(Restart::Ranges(h.clone())), &r));
+                    return Err(XferError::from_reply(
+                        &self.ctl.name,
+                        &Command::Rest(Restart::Ranges(h.clone())),
+                        &r,
+                    ));
                 }
             }
             let stor = Command::Stor(item.path.clone());
@@ -394,16 +536,24 @@ impl Session {
                 return Err(XferError::Usage("session is not set up for uploads".into()));
             };
             for tcp in pending.drain(..) {
-                cached.push(prepare(tcp, tls.as_ref().map(|t| (t, host.as_str()))).map_err(|e| XferError::io(&host, e))?);
+                cached.push(
+                    prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())))
+                        .map_err(|e| XferError::io(&host, e))?,
+                );
             }
             // Send on the data connections while reading 111/112 markers on the control
             // connection, so restart markers are journaled as they arrive.
             let ctl = &mut self.ctl;
             let (reply, sent) = std::thread::scope(|s| {
-                let h = s.spawn(|| mode_e::send(cached, item.src, &ranges, p.block, item.progress, false));
+                let h = s.spawn(|| {
+                    mode_e::send(cached, item.src, &ranges, p.block, item.progress, false)
+                });
                 let reply = ctl.final_reply(&mut |m| {
                     if m.code == 111 {
-                        if let (Some(rs), Ok(mut have)) = (haul_proto::markers::parse_range_marker(&m.text()), item.progress.ranges.lock()) {
+                        if let (Some(rs), Ok(mut have)) = (
+                            haul_proto::markers::parse_range_marker(&m.text()),
+                            item.progress.ranges.lock(),
+                        ) {
                             have.union(&rs);
                         }
                     }
@@ -416,7 +566,10 @@ impl Session {
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
             }
-            let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
+            let mut res = ItemResult {
+                markers: item.progress.ranges(),
+                ..ItemResult::default()
+            };
             if let Some(alg) = item.cksm {
                 res.server_cksm = self.cksm_reply(alg, &item.path)?;
             }
@@ -429,7 +582,11 @@ impl Session {
     fn cksm_reply(&mut self, alg: Algorithm, path: &str) -> Result<Option<String>, XferError> {
         let r = self.ctl.final_reply(&mut |_| {})?;
         if r.code != 213 {
-            return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, path), &r));
+            return Err(XferError::from_reply(
+                &self.ctl.name,
+                &cksm_of(alg, path),
+                &r,
+            ));
         }
         Ok(parse_cksm(&r))
     }
