@@ -30,6 +30,10 @@ pub struct Receiver {
     fresh: bool,
     interval_start: Nanos,
     interval_bytes: u64,
+    /// Start of the current goodput window: the arrival of the datagram the last ACK echoed.
+    window_start: Nanos,
+    /// A datagram arrived since the last ACK.
+    arrived: bool,
     /// Timestamp and arrival time of the newest DATA datagram.
     echo: (u32, Nanos),
     ack_seq: u32,
@@ -61,6 +65,8 @@ impl Receiver {
             fresh: false,
             interval_start: 0,
             interval_bytes: 0,
+            window_start: 0,
+            arrived: false,
             echo: (0, 0),
             ack_seq: 0,
             pending: None,
@@ -140,9 +146,11 @@ impl Receiver {
         }
         self.echo = (h.timestamp, now);
         self.fresh = true;
+        self.arrived = true;
         self.idle_deadline = Some(now + self.ack_timeout());
         if self.next_ack.is_none() {
             self.interval_start = now;
+            self.window_start = now;
             self.next_ack = Some(now + self.interval_ns());
         }
         if self.is_complete() {
@@ -250,8 +258,13 @@ impl Receiver {
     }
 
     /// Closes the goodput measurement interval at an ACK; periodic ACKs also step the SPSA.
+    /// The window ends at the arrival of the newest datagram (the one the ACK echoes), not at
+    /// the ACK: with arrival times from the kernel, how late the receiving thread got round
+    /// to the datagrams and to the ACK does not move the window, and the sender lines up
+    /// exactly the span it sent them in.
     fn measure_goodput(&mut self, now: Nanos, kind: AckKind) {
-        let elapsed = now.saturating_sub(self.interval_start);
+        let end = if self.arrived { self.echo.1.max(self.window_start) } else { now };
+        let elapsed = end.saturating_sub(self.window_start);
         self.goodput_window = elapsed;
         self.goodput = if elapsed > 0 { (u128::from(self.interval_bytes) * u128::from(SECOND) / u128::from(elapsed)) as u64 } else { 0 };
         if matches!(kind, AckKind::Nxt | AckKind::Rxm) && elapsed > 0 && !self.is_complete() {
@@ -259,6 +272,42 @@ impl Receiver {
             self.spsa.update(self.goodput as f64);
         }
         self.interval_start = now;
+        self.window_start = end;
         self.interval_bytes = 0;
+        self.arrived = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Datagram, DataHeader, DATA_HEADER_LEN};
+
+    #[test]
+    fn the_goodput_window_ends_at_the_newest_arrival_not_at_the_ack() {
+        let cfg = Config::default();
+        let payload = cfg.payload();
+        let total = 1000 * payload as u64;
+        let mut r = Receiver::new(cfg.clone(), total).expect("config");
+        let mut sink = Vec::new();
+        let mut buf = vec![0u8; cfg.mds];
+        let ms = 1_000_000;
+        // 51 datagrams 1 ms apart (0..=50 ms), the first ACK interval being 110 ms (1.1 RTT).
+        for seq in 0..=50u64 {
+            let h = DataHeader { session: 0, seq, offset: seq * payload as u64, timestamp: (seq * 1000) as u32, rtt_us: 100_000, len: payload as u16, retransmit: false };
+            h.encode(&mut buf).expect("encode");
+            let n = DATA_HEADER_LEN + payload;
+            assert_eq!(r.handle_datagram(seq * ms, &buf[..n], &mut sink).expect("sink"), Verdict::Accepted);
+        }
+        // The receiving thread gets to the ACK late, at 200 ms.
+        r.handle_timeout(200 * ms);
+        let n = r.poll_transmit(200 * ms, &mut buf).expect("ack").expect("an ACK is due");
+        let Ok(Datagram::Ack(ack)) = Datagram::parse(&buf[..n]) else { panic!("not an ACK") };
+        // The window is the 50 ms from the first to the newest arrival, whatever the ACK's time.
+        assert_eq!(ack.header.interval_us, 50_000);
+        let expect = 51 * payload as u64 * 1000 / 50;
+        assert_eq!(ack.header.goodput, expect);
+        assert_eq!(ack.header.echo_ts, 50_000);
+        assert_eq!(ack.header.echo_delay_us, 150_000);
     }
 }

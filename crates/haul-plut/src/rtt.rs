@@ -8,17 +8,20 @@ pub(crate) struct Rtt {
     srtt: Nanos,
     var: Nanos,
     sampled: bool,
+    /// Smallest sample: the path's RTT without queueing (0 before the first).
+    min: Nanos,
 }
 
 impl Rtt {
     /// Starts from the configured guess.
     pub(crate) fn new(initial: Nanos) -> Rtt {
-        Rtt { srtt: initial.max(1), var: initial / 2, sampled: false }
+        Rtt { srtt: initial.max(1), var: initial / 2, sampled: false, min: 0 }
     }
 
     /// Folds in one sample.
     pub(crate) fn sample(&mut self, rtt: Nanos) {
         let rtt = rtt.max(1);
+        self.min = if self.min == 0 { rtt } else { self.min.min(rtt) };
         if !self.sampled {
             self.srtt = rtt;
             self.var = rtt / 2;
@@ -33,6 +36,11 @@ impl Rtt {
     /// Smoothed RTT.
     pub(crate) fn srtt(&self) -> Nanos {
         self.srtt
+    }
+
+    /// Smallest sample so far (0 before the first).
+    pub(crate) fn min(&self) -> Nanos {
+        self.min
     }
 
     /// RTT variation.

@@ -1,9 +1,11 @@
 //! PLUT over real UDP: the blocking IO loops around `haul-plut`'s sans-IO `Sender` and
 //! `Receiver`. One thread per end. The sender fills a batch of datagrams from `poll_transmit`
 //! until pacing says wait, sends it with one `sendmmsg`, drains ACKs with `recvmmsg`, and waits
-//! for the next pacing slot by sleeping in `ppoll` until shortly before it and spinning the
-//! rest. The receiver reads `recvmmsg` batches into preallocated buffers, feeds them to the
-//! state machine (whose in-order writer goes through a write-behind buffer) and sends its ACKs.
+//! for the next pacing slot by sleeping in `ppoll` (the pacer catches up after a late wake-up,
+//! so it need not spin). The receiver reads `recvmmsg` batches into preallocated buffers with
+//! the kernel's receive time of each datagram (`SO_TIMESTAMPNS`, which the goodput the rate
+//! control runs on is measured by), feeds them to the state machine (whose in-order writer
+//! goes through a write-behind buffer) and sends its ACKs.
 //! Socket buffers are enlarged (forced past `rmem_max` when running as root). Nothing is
 //! allocated per datagram.
 //!
@@ -17,6 +19,7 @@
 mod adapt;
 mod batch;
 pub mod params;
+mod trace;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -67,6 +70,14 @@ fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> PlutError {
 /// intervals hold a datagram or two, too few to measure goodput by.
 const MIN_RTT: u64 = 2_000_000;
 
+/// Sending time the pacer may catch up after the IO thread was descheduled (see
+/// `Config::max_burst_time`): 32 datagrams are only 0.4 ms at 1 Gb/s, and a thread sharing a
+/// busy 2-core host with its peer and an emulator is often away longer.
+const MAX_BURST_TIME: u64 = 2_000_000;
+/// ... or a tenth of the RTT, if more: such a thread is often away 3–10 ms, and a tenth of an
+/// RTT adds at most a tenth of the bandwidth-delay product to the bottleneck queue.
+const MAX_BURST_RTT: f64 = 0.1;
+
 /// IO-layer settings (the protocol's own tunables are in [`Config`]).
 #[derive(Debug, Clone)]
 pub struct Tuning {
@@ -76,7 +87,9 @@ pub struct Tuning {
     pub batch: usize,
     /// Target time between the sender's wake-ups; it sends what pacing allows at each.
     pub batch_period: Duration,
-    /// The pacer spins, instead of sleeping, this long before a deadline.
+    /// The pacer spins, instead of sleeping, this long before a deadline (0 by default: the
+    /// pacer catches up after a late wake-up, and spinning took CPU the emulator and the
+    /// other end need on a 2-core host).
     pub spin: Duration,
     /// Give up when nothing usable arrives from the peer for this long.
     pub idle_timeout: Duration,
@@ -91,7 +104,7 @@ impl Default for Tuning {
             socket_buffer: 64 << 20,
             batch: 32,
             batch_period: Duration::from_micros(150),
-            spin: Duration::from_micros(50),
+            spin: Duration::ZERO,
             idle_timeout: Duration::from_secs(30),
             linger: Duration::from_millis(150),
         }
@@ -128,6 +141,8 @@ pub fn config(session: u64, mds: usize, nic_rate: f64, buffer_bytes: usize) -> C
         send_buffer: (window / 4).max(256),
         window,
         max_burst: 32,
+        max_burst_time: MAX_BURST_TIME,
+        max_burst_rtt: MAX_BURST_RTT,
         min_rtt: MIN_RTT,
         ..Config::default()
     }
@@ -191,8 +206,10 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
     let payload = cfg.payload() as u64;
     let mut last_heard = 0;
     let mut stats = Stats::default();
+    let mut tr = trace::SendTrace::new();
     while !sender.is_done() {
         let now = clock.now();
+        tr.tick(now, &sender, cfg.mds, stats.send_batches);
         loop {
             let n = acks.recv(sock).map_err(io_err("receiving ACKs"))?;
             for i in 0..n {
@@ -244,6 +261,7 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
         if batch::wait(sock, &clock, deadline, spin).map_err(io_err("pacing"))? == Woke::Readable {
             continue;
         }
+        tr.woke(deadline, clock.now());
     }
     progress.bytes.store(len, std::sync::atomic::Ordering::Relaxed);
     stats.elapsed_s = clock.now() as f64 / 1e9;
@@ -261,6 +279,7 @@ pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Con
     let cpu0 = batch::thread_cpu();
     let clock = Clock::start();
     let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
+    inb.enable_timestamps(sock);
     let mut ack = vec![0u8; cfg.mds];
     let idle = tuning.idle_timeout.as_nanos() as u64;
     let mut peer: Option<SocketAddr> = None;
@@ -268,16 +287,23 @@ pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Con
     let mut foreign_src = 0u64;
     let mut first: Option<u64> = None;
     let mut completed_at: Option<u64> = None;
+    let mut tr = trace::RecvTrace::new();
     loop {
         let now = clock.now();
+        tr.tick(now, &recv, cfg.payload());
         let n = inb.recv(sock).map_err(io_err("receiving DATA"))?;
+        let offset = if n > 0 { clock.realtime_offset() } else { 0 };
         for i in 0..n {
             let from = inb.source(i);
             if peer.is_some() && from != peer {
                 foreign_src += 1;
                 continue;
             }
-            let v = recv.handle_datagram(now, inb.get(i), &mut writer).map_err(io_err("writing the sink"))?;
+            // The kernel's receive time: how late this thread got to the datagram must not
+            // move the goodput window the sender's rate control is measured by.
+            let at = batch::arrival(inb.stamp(i), offset, now);
+            tr.arrived(at, now, inb.stamp(i).is_some());
+            let v = recv.handle_datagram(at, inb.get(i), &mut writer).map_err(io_err("writing the sink"))?;
             if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
                 last_heard = now;
                 first.get_or_insert(now);
@@ -395,6 +421,7 @@ pub struct StreamSender<S> {
     /// Clock and thread CPU time at the first `write` or `finish`.
     started: Option<(Nanos, f64)>,
     send_batches: u64,
+    tr: trace::SendTrace,
 }
 
 impl<S: haul_plut::Source> StreamSender<S> {
@@ -416,6 +443,7 @@ impl<S: haul_plut::Source> StreamSender<S> {
             last_heard: 0,
             started: None,
             send_batches: 0,
+            tr: trace::SendTrace::new(),
         })
     }
 
@@ -527,6 +555,7 @@ impl<S: haul_plut::Source> StreamSender<S> {
     /// True if an END_ACK for the current length arrived.
     fn turn(&mut self, hold: Option<u64>, need: u64) -> Result<bool, PlutError> {
         let now = self.clock.now();
+        self.tr.tick(now, &self.sender, self.cfg.mds, self.send_batches);
         if self.drain(now)? {
             return Ok(true);
         }
@@ -566,7 +595,9 @@ impl<S: haul_plut::Source> StreamSender<S> {
         let period = self.tuning.batch_period.as_nanos() as f64;
         let ahead = ((period / gap).floor().min(f64::from(self.cfg.max_burst) - 1.0).max(0.0) * gap) as u64;
         let deadline = if next > now + 1_000_000 { next } else { next + ahead };
-        batch::wait(&self.sock, &self.clock, deadline, self.tuning.spin.as_nanos() as u64).map_err(io_err("pacing"))?;
+        if batch::wait(&self.sock, &self.clock, deadline, self.tuning.spin.as_nanos() as u64).map_err(io_err("pacing"))? == Woke::Deadline {
+            self.tr.woke(deadline, self.clock.now());
+        }
         Ok(false)
     }
 }
@@ -598,14 +629,17 @@ pub struct StreamReceiver<K> {
     foreign_src: u64,
     end: Option<u64>,
     ended: bool,
+    tr: trace::RecvTrace,
 }
 
 impl<K: haul_plut::Sink> StreamReceiver<K> {
     /// A receiver on the bound socket `sock`.
     pub fn new(sock: UdpSocket, sink: K, cfg: &Config, tuning: &Tuning) -> Result<StreamReceiver<K>, PlutError> {
+        let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
+        inb.enable_timestamps(&sock);
         Ok(StreamReceiver {
             recv: haul_plut::Receiver::new(cfg.clone(), STREAM_SPAN)?,
-            inb: Batch::new(cfg.mds, tuning.batch.max(8)),
+            inb,
             ack: vec![0u8; cfg.mds],
             session: cfg.session,
             payload: cfg.payload() as u64,
@@ -616,6 +650,7 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             foreign_src: 0,
             end: None,
             ended: false,
+            tr: trace::RecvTrace::new(),
         })
     }
 
@@ -654,7 +689,9 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
         let deadline = self.clock.now().saturating_add(wait.as_nanos() as u64);
         while !self.ended {
             let now = self.clock.now();
+            self.tr.tick(now, &self.recv, self.payload as usize);
             let n = self.inb.recv(&self.sock).map_err(io_err("receiving DATA"))?;
+            let offset = if n > 0 { self.clock.realtime_offset() } else { 0 };
             let mut asked = false;
             for i in 0..n {
                 let from = self.inb.source(i);
@@ -668,7 +705,9 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
                     asked = true;
                     continue;
                 }
-                let v = self.recv.handle_datagram(now, self.inb.get(i), &mut self.sink).map_err(io_err("writing the sink"))?;
+                let at = batch::arrival(self.inb.stamp(i), offset, now);
+                self.tr.arrived(at, now, self.inb.stamp(i).is_some());
+                let v = self.recv.handle_datagram(at, self.inb.get(i), &mut self.sink).map_err(io_err("writing the sink"))?;
                 if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
                     self.lock_peer(from)?;
                 }

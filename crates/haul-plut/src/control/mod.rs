@@ -29,6 +29,11 @@ pub struct Measurement {
     pub received: u64,
     /// Receiver reorder-buffer occupancy as a fraction of its window (λ).
     pub occupancy: f64,
+    /// The goodput window began after the controller last changed its rate, so the
+    /// measurement answers the current rate, whatever rate the sender actually achieved.
+    pub at_current_rate: bool,
+    /// Queueing delay: smoothed RTT over the smallest RTT seen, less one (0 when unknown).
+    pub queue_delay: f64,
 }
 
 impl Measurement {

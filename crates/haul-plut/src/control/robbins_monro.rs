@@ -15,7 +15,9 @@
 //! step below the bottleneck estimate, Eq. 3 applied only to measurements of the current rate
 //! (so the measurement lag cannot wind it up), a target that widens with measurement noise,
 //! and ℓ₀ refined from samples clearly below the bottleneck. Steps are relative to the current
-//! rate, so b is dimensionless.
+//! rate, so b is dimensionless. They move the *commanded* rate (a busy host's pacer delivers
+//! less than commanded, and stepping from the measured rate would compound that), with
+//! Kesten's rule for k, a bound on the standing queue, and a cut for a clear overrun.
 
 use super::Measurement;
 
@@ -33,6 +35,10 @@ pub struct RmParams {
     pub k_max: u32,
     /// Excess goodput shortfall (beyond the path's base loss) the controller aims for (fraction).
     pub loss_target: f64,
+    /// The target widens with the error of the base-loss estimate, up to this: every point
+    /// of it is a point of overshoot above the bottleneck, and an ℓ₀ estimated too low is
+    /// corrected from samples below the bottleneck anyway.
+    pub max_loss_target: f64,
     /// Relative rate increase per step while probing for the bottleneck (1.0 doubles).
     pub probe_gain: f64,
     /// Probing ends when one sample's goodput shortfall exceeds the base loss by this much:
@@ -57,6 +63,19 @@ pub struct RmParams {
     pub bottleneck_decay: f64,
     /// A probe sample losing more than this is congestion, never path loss: probing ends.
     pub max_base_loss: f64,
+    /// Eq. 3 moves the *commanded* rate, but never to more than this fraction above the rate
+    /// the sender actually offered in the measured window: a host that cannot pace as fast as
+    /// commanded (a busy CPU, 004 §III) keeps its compensation, without winding the rate up.
+    pub headroom: f64,
+    /// Standing queue (queueing delay as a fraction of the smallest RTT) beyond which the
+    /// error is pushed up, so the setpoint just above the bottleneck does not fill the
+    /// bottleneck's queue until it overflows (0: off).
+    pub max_queue: f64,
+    /// When the smoothed excess shortfall exceeds this many times its target (and twice the
+    /// sample noise σ), the bottleneck is clearly overrun: the rate is cut by the excess at
+    /// once (a Newton step on the shortfall, which is 1 − C/r above the bottleneck) rather
+    /// than by ρ_k.
+    pub overrun: f64,
 }
 
 impl Default for RmParams {
@@ -67,6 +86,7 @@ impl Default for RmParams {
             gamma: 0.6,
             k_max: 256,
             loss_target: 0.005,
+            max_loss_target: 0.02,
             probe_gain: 1.0,
             probe_exit: 0.05,
             drain: 0.75,
@@ -77,6 +97,9 @@ impl Default for RmParams {
             max_stale: 3,
             bottleneck_decay: 0.002,
             max_base_loss: 0.1,
+            headroom: 0.25,
+            max_queue: 0.25,
+            overrun: 4.0,
         }
     }
 }
@@ -111,12 +134,18 @@ pub struct RobbinsMonro {
     min_rate: f64,
     max_rate: f64,
     k: u32,
+    /// Sign of the last error Eq. 3 used (0 before the first).
+    last_sign: f64,
+    /// Consecutive saturated errors of one sign (signed count).
+    push: i32,
     phase: RmPhase,
     loss_avg: Option<f64>,
     /// Rate-independent path loss: (sum, samples) while probing.
     base: (f64, u32),
     /// Sum of squares of the same samples (their spread sets the excess target).
     base_sq: f64,
+    /// Datagrams the same samples covered (for the binomial error of ℓ₀).
+    base_datagrams: f64,
     /// Largest goodput seen while probing: the bottleneck estimate when probing ends.
     max_goodput: f64,
     /// Bottleneck estimate, bytes/s (0 until probing ends).
@@ -138,10 +167,13 @@ impl RobbinsMonro {
             min_rate,
             max_rate,
             k: 0,
+            last_sign: 0.0,
+            push: 0,
             phase: RmPhase::Probe,
             loss_avg: None,
             base: (0.0, 0),
             base_sq: 0.0,
+            base_datagrams: 0.0,
             max_goodput: 0.0,
             bottleneck: 0.0,
             skip: 0,
@@ -159,6 +191,21 @@ impl RobbinsMonro {
         self.phase
     }
 
+    /// The bottleneck estimate, bytes/s (0 while probing).
+    pub fn bottleneck(&self) -> f64 {
+        self.bottleneck
+    }
+
+    /// The smoothed goodput shortfall ℓ̄ the last stabilisation step used.
+    pub fn loss_avg(&self) -> Option<f64> {
+        self.loss_avg
+    }
+
+    /// The step counter k of ρ_k.
+    pub fn steps(&self) -> u32 {
+        self.k
+    }
+
     /// The estimate of the path's rate-independent loss fraction.
     pub fn base_loss(&self) -> f64 {
         if self.base.1 == 0 {
@@ -170,27 +217,66 @@ impl RobbinsMonro {
 
     /// Folds one shortfall sample into the base-loss estimate: a mean over the first
     /// `base_window` samples, an exponential average with that window afterwards.
-    fn add_base(&mut self, signal: f64) {
+    fn add_base(&mut self, signal: f64, datagrams: u64) {
         let n = f64::from(self.base.1);
         let window = f64::from(self.params.base_window.max(1));
         let keep = if n >= window { (window - 1.0) / window } else { 1.0 };
         let count = if n >= window { self.base.1 } else { self.base.1 + 1 };
-        let x = signal.clamp(-self.params.max_base_loss, self.params.max_base_loss);
+        let mut x = signal.clamp(-self.params.max_base_loss, self.params.max_base_loss);
+        if self.base.1 >= 2 {
+            // Huber's clip: a sample far from the estimate (a host stall that moved the
+            // window) moves it by a bounded amount, so neither ℓ₀ nor σ is carried off by
+            // one outlier. The bound is four binomial errors of a sample this size, or four
+            // loss targets.
+            let mean = self.base.0 / n;
+            let p = mean.clamp(1e-4, 0.5);
+            let binomial = (p * (1.0 - p) / (datagrams.max(1) as f64)).sqrt();
+            let bound = 4.0 * binomial.max(self.params.loss_target);
+            x = x.clamp(mean - bound, mean + bound);
+        }
         self.base = (self.base.0 * keep + x, count);
         self.base_sq = self.base_sq * keep + x * x;
+        self.base_datagrams = self.base_datagrams * keep + datagrams as f64;
     }
 
-    /// The excess shortfall aimed for: `loss_target`, or the standard deviation of one
-    /// base-loss sample if that is larger, so measurement noise cannot hide the setpoint.
-    pub fn excess_target(&self) -> f64 {
+    /// Standard deviation σ of one shortfall sample below the bottleneck (the measurement
+    /// noise: host scheduling on both ends and the path's jitter move the goodput window
+    /// against the offered one), from the base-loss samples; 0 before two.
+    pub fn sample_sd(&self) -> f64 {
         let n = f64::from(self.base.1);
-        let sd = if self.base.1 < 2 {
-            0.0
-        } else {
-            let mean = self.base.0 / n;
-            ((self.base_sq / n - mean * mean).max(0.0) * n / (n - 1.0)).sqrt()
-        };
-        self.params.loss_target.max(sd)
+        if self.base.1 < 2 {
+            return 0.0;
+        }
+        let mean = self.base.0 / n;
+        ((self.base_sq / n - mean * mean).max(0.0) * n / (n - 1.0)).sqrt()
+    }
+
+    /// Standard error of the base-loss estimate ℓ₀: from the spread of its samples (σ/√n),
+    /// but never below the binomial error of a loss fraction estimated from the datagrams
+    /// they covered (with one loss and one delivery added, so a few samples without a loss
+    /// do not claim certainty). At first ℓ₀ rests on one or two probe samples of a few
+    /// hundred datagrams; with 1% path loss such a sample often shows a third of it.
+    pub fn base_error(&self) -> f64 {
+        let n = f64::from(self.base.1.min(self.params.base_window.max(1)));
+        let spread = if n >= 2.0 { self.sample_sd() / n.sqrt() } else { 0.0 };
+        let d = self.base_datagrams.max(0.0);
+        if self.base.1 == 0 || d < 1.0 {
+            return 0.0;
+        }
+        let p = (self.base_loss() * d + 1.0) / (d + 2.0);
+        spread.max((p * (1.0 - p) / (d + 2.0)).sqrt())
+    }
+
+    /// The excess shortfall aimed for: `loss_target`, or two standard errors of the base-loss
+    /// estimate if that is larger (at most `max_loss_target`), so an ℓ₀ estimated too low
+    /// cannot put the setpoint below the bottleneck (below it the shortfall is the true ℓ₀,
+    /// and a setpoint under that walks the rate down). It used to be max(`loss_target`, σ):
+    /// on a noisy path — σ of 3–5% on a busy 2-core host — the controller then aimed 3–5%
+    /// above the bottleneck and overflowed its queue every few seconds; the Robbins–Monro
+    /// steps average the noise of the samples themselves, what the target must cover is the
+    /// error of ℓ₀.
+    pub fn excess_target(&self) -> f64 {
+        self.params.loss_target.max((2.0 * self.base_error()).min(self.params.max_loss_target))
     }
 
     /// Feeds one control step and returns the next target rate.
@@ -201,11 +287,19 @@ impl RobbinsMonro {
         // during the goodput window (a bottleneck caps goodput before its queue overflows and
         // anything is lost), or, when that is unknown, the reported losses.
         // Not clamped at 0: the noise of a sample must average out, not bias the estimates.
-        let signal = if m.offered_rate > 0.0 { 1.0 - m.goodput / m.offered_rate } else { theta };
+        // Bounded below: a window in which the sender was idle while its queue drained shows
+        // goodput many times the offer, which says nothing about the path's loss.
+        let signal = if m.offered_rate > 0.0 { (1.0 - m.goodput / m.offered_rate).max(-0.5) } else { theta };
         match self.phase {
             RmPhase::Probe => {
+                // A window that offered no more than the path has already delivered cannot show
+                // the bottleneck: a shortfall there is measurement noise (a host stall moved the
+                // window), and ending the probe on it would start stabilisation far below.
+                // Before any base-loss sample ℓ₀ counts as 0 (a sender that cannot reach its
+                // probe rate never offers a window within `base_margin` of it).
+                let beyond = self.max_goodput > 0.0 && m.offered_rate > self.max_goodput * (1.0 + p.base_margin);
                 self.max_goodput = self.max_goodput.max(m.goodput);
-                let saturated = self.base.1 >= 1 && signal - self.base_loss() > p.probe_exit;
+                let saturated = beyond && signal - self.base_loss() > p.probe_exit;
                 // The measurement lags the rate by about a step: grow again only once the
                 // goodput window saw (most of) the current rate, so each doubling is checked.
                 let caught_up = m.offered_rate <= 0.0 || m.offered_rate >= 0.8 * self.rate;
@@ -224,9 +318,11 @@ impl RobbinsMonro {
                 } else {
                     // Base loss is measured with the same signal the setpoint uses, so
                     // retransmissions and alignment biases cancel; only from windows sent at
-                    // the current rate (not across a doubling, where the alignment is loose).
+                    // the current rate (not across a doubling, where the alignment is loose,
+                    // nor a window the sender did not fill: before ℓ₀ is known that cannot be
+                    // told from one the bottleneck capped).
                     if (m.offered_rate / self.rate - 1.0).abs() < p.base_margin {
-                        self.add_base(signal);
+                        self.add_base(signal, m.lost + m.received);
                     }
                     if caught_up {
                         self.rate = (self.rate * (1.0 + p.probe_gain)).min(self.max_rate);
@@ -246,20 +342,27 @@ impl RobbinsMonro {
         // The bottleneck estimate: the largest goodput seen, forgotten slowly so a path that
         // became slower is followed. A sample offered clearly below it cannot have met the
         // bottleneck, so its shortfall is path loss and refines the base-loss estimate (which
-        // the few probe samples may have got wrong).
+        // the few probe samples may have got wrong) — but only at a rate the controller chose
+        // to hold below it, and only if the sender achieved it: a window the sender did not
+        // fill (a host stall, flow control) is below the bottleneck too, but its shortfall is
+        // the host's timing, not the path's loss.
         let delivered = m.goodput / (1.0 - self.base_loss()).max(0.5);
         self.bottleneck = delivered.max(self.bottleneck * (1.0 - p.bottleneck_decay));
-        if m.offered_rate > 0.0 && m.offered_rate < self.bottleneck * (1.0 - p.base_margin) && self.skip == 0 {
-            self.add_base(signal);
+        let chosen_below = self.rate < self.bottleneck * (1.0 - p.base_margin);
+        let achieved = (m.offered_rate / self.rate - 1.0).abs() < p.base_margin;
+        if m.offered_rate > 0.0 && chosen_below && achieved && self.skip == 0 {
+            self.add_base(signal, m.lost + m.received);
         }
         if self.skip > 0 {
             self.skip -= 1;
             return self.rate;
         }
         // The measurement lags the rate by a step or two. Eq. 3 is applied only to a
-        // measurement of the current rate, so steps taken since cannot wind up on a stale
-        // one; a sender that cannot reach its target rate is still measured after a few tries.
-        let settled = m.offered_rate <= 0.0 || (m.offered_rate / self.rate - 1.0).abs() < p.settle_tolerance;
+        // measurement of the current rate — one whose goodput window began after the rate
+        // last changed, or that offered within `settle_tolerance` of it — so steps taken
+        // since cannot wind up on a stale one; a sender that cannot reach its target rate is
+        // still measured after a few tries.
+        let settled = m.offered_rate <= 0.0 || m.at_current_rate || (m.offered_rate / self.rate - 1.0).abs() < p.settle_tolerance;
         if !settled && self.stale < p.max_stale {
             self.stale += 1;
             return self.rate;
@@ -278,15 +381,56 @@ impl RobbinsMonro {
         let paper = (m.goodput - target) / scale;
         // haul's setpoint: excess loss relative to the target, saturating at ±1.
         let setpoint = excess / target_excess.max(1e-6);
-        let error = (paper + setpoint).clamp(-1.0, 1.0);
-        self.k = (self.k + 1).min(p.k_max.max(1));
+        // haul's queue bound: past `max_queue` of the path's RTT in queueing delay, an error
+        // of up to +1 more. The loss setpoint alone sits ℓ_t above the bottleneck and so fills
+        // its queue at ℓ_t·C until it overflows — every few seconds with a bandwidth-delay
+        // product of queue at 1 Gb/s — and the burst of losses then stalls the window on
+        // holes whose retransmissions are lost in the same full queue. With the bound the
+        // queue hovers near `max_queue` and the loss signal still finds the bottleneck.
+        let queued = if p.max_queue > 0.0 { ((m.queue_delay - p.max_queue) / p.max_queue).clamp(0.0, 1.0) } else { 0.0 };
+        let error = (paper + setpoint + queued).clamp(-1.0, 1.0);
+        // k advances only when the error changes sign (Kesten's rule for stochastic
+        // approximation): while the rate is far from the root — after a probe that ended
+        // early on a noisy sample, a host stall or a path change — the errors keep their sign
+        // and the step stays large, so the rate gets there in a few steps; near the root the
+        // noise alternates the sign and ρ_k decreases as in Eq. 3.
+        let sign = if error < 0.0 { -1.0 } else { 1.0 };
+        if self.k == 0 || sign != self.last_sign {
+            self.k = (self.k + 1).min(p.k_max.max(1));
+        }
+        self.last_sign = sign;
+        // Three saturated pushes the same way in a row (near the root the noise alternates
+        // the sign) halve k: the path changed, or stabilisation began far from the
+        // bottleneck, and the steps grow again until the rate gets there.
+        self.push = if error.abs() >= 1.0 && (self.push == 0 || self.push.signum() == sign as i32) { self.push + sign as i32 } else { 0 };
+        if self.push.abs() >= 3 {
+            self.k = (self.k / 2).max(1);
+            self.push = 0;
+        }
         // Eq. 3: r̂_S(k+1) = r̂_S(k) − ρ_k·error, with ρ_k = b/k^γ relative to the rate.
-        let rho = gain(p.b, p.gamma, self.k);
-        // r̂_S(k) is the rate measured over the window the error was measured on (the rate
-        // the receiver's goodput answers), so steps taken since do not wind up on a lagging
-        // measurement.
-        let measured = if m.offered_rate > 0.0 { m.offered_rate } else { self.rate };
-        self.rate = (measured * (1.0 - rho * error)).clamp(self.min_rate, self.max_rate);
+        // A sample clearly below the bottleneck estimate with no excess shortfall (the rate
+        // fell far after a long host stall or a spurious loss signal, when k had grown) takes
+        // the first step's gain, so the rate climbs back in a few steps.
+        let below = m.offered_rate > 0.0 && m.offered_rate < self.bottleneck * (1.0 - p.base_margin);
+        let rho = gain(p.b, p.gamma, if below && error < 0.0 { 1 } else { self.k });
+        // The step moves the commanded rate. (It used to move the rate measured over the
+        // window: a sender whose pacer delivers a few per cent less than commanded — any
+        // busy host — then loses those per cent at every step and walks its rate down until
+        // ρ_k balances them, leaving the link idle with no loss to show for it.) The measured
+        // window still bounds it, so a sender that cannot reach its rate does not wind up;
+        // the bound only holds the rate back, it never lowers it: a sender that had nothing
+        // to send for a while (flow control, a slow source, a hole being repaired) offered
+        // little without the path or the pacer being at fault.
+        let mut next = self.rate * (1.0 - rho * error);
+        if m.offered_rate > 0.0 {
+            next = next.min((m.offered_rate * (1.0 + p.headroom)).max(self.rate));
+        }
+        // The smoothed shortfall (weight ½) has about 0.6σ of noise: an overrun is clear only
+        // well beyond it.
+        if excess > (p.overrun * target_excess).max(2.0 * self.sample_sd()) {
+            next = next.min(self.rate * (1.0 - excess.min(0.5)));
+        }
+        self.rate = next.clamp(self.min_rate, self.max_rate);
         self.rate
     }
 }
@@ -310,6 +454,8 @@ mod tests {
             lost,
             received: n - lost,
             occupancy: 0.0,
+            at_current_rate: false,
+            queue_delay: 0.0,
         }
     }
 
@@ -374,6 +520,200 @@ mod tests {
         let mut stale = path(r / 2.0, 80e6, 0.0);
         stale.offered_rate = r / 2.0;
         assert_eq!(c.update(&stale), r);
+    }
+
+    /// The path as a sender sees it whose pacer delivers only `achieved` of the commanded
+    /// rate (a busy host): every window offered `achieved × rate` and answers the current rate.
+    fn undershooting(rate: f64, achieved: f64, cap: f64, p: f64) -> Measurement {
+        let mut m = path(rate * achieved, cap, p);
+        m.at_current_rate = true;
+        m
+    }
+
+    /// Runs `steps` steps on the deterministic path and returns the controller.
+    fn settled(start: f64, cap: f64, p: f64, steps: usize) -> RobbinsMonro {
+        let mut c = RobbinsMonro::new(RmParams::default(), start, 1e9);
+        for _ in 0..steps {
+            let r = c.rate();
+            c.update(&path(r, cap, p));
+        }
+        c
+    }
+
+    #[test]
+    fn a_pacer_undershoot_does_not_walk_the_rate_down() {
+        // Before: Eq. 3 stepped from the measured rate, so a 3% undershoot took 3% off at
+        // every step and the rate settled where ρ_k balanced it, far below the bottleneck
+        // (42% of it for 3%).
+        let cap = 100e6;
+        for achieved in [0.97, 0.9, 0.85] {
+            let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
+            for _ in 0..400 {
+                let r = c.rate();
+                c.update(&undershooting(r, achieved, cap, 0.001));
+            }
+            let offered = c.rate() * achieved;
+            assert_eq!(c.phase(), RmPhase::Stabilize);
+            assert!((offered / cap - 1.0).abs() < 0.02, "achieved {achieved}: offered {offered}, commanded {}", c.rate());
+        }
+    }
+
+    #[test]
+    fn a_sender_that_cannot_reach_its_rate_does_not_wind_up() {
+        let mut c = settled(80e6, 80e6, 0.0, 50);
+        let held = c.rate();
+        // From now on the host delivers at most 40 MB/s, whatever is commanded: the rate
+        // neither winds up (the path shows no loss, the error keeps asking for more) nor
+        // falls (the sender's shortfall is not the path's).
+        for _ in 0..200 {
+            let r = c.rate();
+            let mut m = path(r.min(40e6), 80e6, 0.0);
+            m.at_current_rate = true;
+            c.update(&m);
+        }
+        assert!((c.rate() / held - 1.0).abs() < 1e-9, "rate moved from {held} to {}", c.rate());
+        // A sender starting slow on a fast path climbs no further than the headroom above
+        // what it achieves.
+        let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
+        for _ in 0..300 {
+            let r = c.rate();
+            let mut m = path(r.min(40e6), 80e6, 0.0);
+            m.at_current_rate = true;
+            c.update(&m);
+        }
+        let headroom = RmParams::default().headroom;
+        assert!(c.rate() <= 80e6 * (1.0 + headroom) + 1.0, "wound up to {}", c.rate());
+    }
+
+    #[test]
+    fn a_sender_with_nothing_to_send_keeps_its_rate() {
+        let cap = 100e6;
+        let mut c = settled(50e6, cap, 0.001, 300);
+        let before = c.rate();
+        // Flow control held the sender back: it offered a tenth of its rate while the queue
+        // drained, so goodput exceeded the offer.
+        let mut m = path(before / 10.0, cap, 0.001);
+        m.goodput = 0.9 * cap;
+        m.at_current_rate = true;
+        assert!(c.update(&m) >= before, "rate cut from {before} to {}", c.rate());
+    }
+
+    #[test]
+    fn a_clear_overrun_is_cut_at_once() {
+        let cap = 100e6;
+        let mut c = settled(50e6, cap, 0.001, 300);
+        // The host suddenly paces 30% faster than the bottleneck (it stopped stalling).
+        let mut rate = 1.3 * cap;
+        c.rate = rate;
+        let mut steps = 0;
+        while rate > 1.03 * cap && steps < 20 {
+            let mut m = path(rate, cap, 0.001);
+            m.at_current_rate = true;
+            rate = c.update(&m);
+            steps += 1;
+        }
+        assert!(steps <= 4, "{steps} steps to come back from a 30% overrun (rate {rate})");
+        assert!(rate > 0.9 * cap, "cut too deep: {rate}");
+    }
+
+    #[test]
+    fn a_rate_far_below_the_bottleneck_climbs_back_quickly() {
+        let cap = 100e6;
+        let mut c = settled(50e6, cap, 0.001, 300);
+        c.rate = 0.6 * cap;
+        let mut steps = 0;
+        while c.rate() < 0.95 * cap && steps < 100 {
+            let r = c.rate();
+            c.update(&path(r, cap, 0.001));
+            steps += 1;
+        }
+        assert!(steps <= 12, "{steps} steps from 60% back to 95% of the bottleneck");
+    }
+
+    #[test]
+    fn a_standing_queue_pushes_the_rate_down() {
+        let cap = 100e6;
+        let mut c = settled(50e6, cap, 0.001, 300);
+        let before = c.rate();
+        // The loss signal says "at the setpoint", but the RTT is 60% above the path's.
+        let mut m = path(before, cap, 0.001);
+        m.goodput = before * (1.0 - 0.001 - c.excess_target());
+        m.queue_delay = 0.6;
+        m.at_current_rate = true;
+        assert!(c.update(&m) < before, "rate {} not below {before}", c.rate());
+    }
+
+    #[test]
+    fn kesten_keeps_the_step_large_while_the_error_keeps_its_sign() {
+        let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
+        // Probe to a 100 MB/s bottleneck, then a path that is ten times faster: the errors
+        // all ask for more, k stays small, and the rate gets near the NIC rate quickly.
+        while c.phase() != RmPhase::Stabilize {
+            let r = c.rate();
+            c.update(&path(r, 100e6, 0.0));
+        }
+        let mut steps = 0;
+        while c.rate() < 0.9 * 1e9 && steps < 200 {
+            let r = c.rate();
+            c.update(&path(r, 1e10, 0.0));
+            steps += 1;
+        }
+        assert!(c.steps() <= 2, "k grew to {}", c.steps());
+        assert!(steps < 40, "{steps} steps from 100 MB/s to 900 MB/s");
+    }
+
+    #[test]
+    fn probing_from_a_host_that_cannot_reach_the_probe_rate_still_sees_the_bottleneck() {
+        // The sender achieves half its commanded rate: no window comes within 10% of it, so
+        // ℓ₀ is not learnt, and a noisy window that offered no more than was delivered
+        // before does not end probing either.
+        let cap = 100e6;
+        let mut c = RobbinsMonro::new(RmParams::default(), 150e6, 1e9);
+        for _ in 0..5 {
+            let r = c.rate();
+            c.update(&undershooting(r, 0.5, cap, 0.001));
+        }
+        let mut noisy = undershooting(c.rate(), 0.5, cap, 0.001);
+        noisy.goodput *= 0.9;
+        c.update(&noisy);
+        assert_eq!(c.phase(), RmPhase::Probe);
+        // The host frees up: the commanded rate overruns the bottleneck and probing ends,
+        // with the bottleneck seen.
+        let r = c.rate();
+        c.update(&undershooting(r, 1.0, cap, 0.001));
+        assert_ne!(c.phase(), RmPhase::Probe);
+        assert!((c.bottleneck() / cap - 1.0).abs() < 0.01, "bottleneck {}", c.bottleneck());
+    }
+
+    #[test]
+    fn the_first_probe_window_cannot_end_probing() {
+        // A first window whose goodput fell short (the receiver's window began late) is
+        // noise: nothing was offered beyond what the path had delivered.
+        let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
+        let mut m = path(10e6, 100e6, 0.0);
+        m.goodput *= 0.85;
+        c.update(&m);
+        assert_eq!(c.phase(), RmPhase::Probe);
+    }
+
+    #[test]
+    fn the_target_covers_the_error_of_a_base_loss_from_few_datagrams() {
+        // One probe sample of 265 datagrams showing a third of a 1% path loss: the target
+        // must reach past the true ℓ₀, or the setpoint sits below the bottleneck.
+        let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
+        c.add_base(0.0034, 265);
+        assert!(c.base_loss() + c.excess_target() > 0.01, "ℓ₀ {} + target {}", c.base_loss(), c.excess_target());
+        // Thousands of datagrams later the target is back at `loss_target`.
+        for _ in 0..64 {
+            c.add_base(0.01, 8000);
+        }
+        assert_eq!(c.excess_target(), RmParams::default().loss_target);
+        // Outliers (host stalls) neither carry ℓ₀ off nor widen the target to their size.
+        for _ in 0..5 {
+            c.add_base(-0.1, 8000);
+        }
+        assert!(c.base_loss() > 0.005, "ℓ₀ {}", c.base_loss());
+        assert!(c.excess_target() <= RmParams::default().max_loss_target);
     }
 
     #[test]

@@ -39,6 +39,19 @@ pub struct AckPath {
     pub loss: f64,
 }
 
+/// A busy sending host: the sender's thread is descheduled at random (a Poisson process of
+/// stalls with exponentially distributed lengths). While it sleeps it neither sends nor reads
+/// ACKs (they wait, as in a socket buffer); when it wakes its pacer catches up as far as it is
+/// allowed to. This is the host effect of 004 §III ("the idle time itself may not be precisely
+/// enforced") that a real 2-core machine running the emulator beside both ends shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostStalls {
+    /// Stalls per second of run time (0: none).
+    pub per_second: f64,
+    /// Mean stall length.
+    pub mean: Nanos,
+}
+
 /// One simulated transfer.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -56,6 +69,8 @@ pub struct Scenario {
     pub attack: f64,
     /// Give up (stall) after this much simulated time.
     pub limit: Nanos,
+    /// Scheduling stalls of the sending host.
+    pub host: HostStalls,
 }
 
 impl Scenario {
@@ -69,6 +84,7 @@ impl Scenario {
             ack: AckPath { delay: 20_000_000, jitter: 0, loss: 0.0 },
             attack: 0.0,
             limit: 120 * SECOND,
+            host: HostStalls::default(),
         }
     }
 }
@@ -94,6 +110,8 @@ pub struct Outcome {
     pub queue_drops: u64,
     /// Largest send-buffer slab the sender used.
     pub buffer_capacity: usize,
+    /// Total time the sending host was stalled.
+    pub stalled: Nanos,
 }
 
 impl Outcome {
@@ -192,26 +210,50 @@ pub fn run(s: &Scenario) -> Outcome {
     let (mut now, mut next_trace, mut spins) = (0, 0, 0u32);
     let mut trace = Vec::new();
     let mut buffer_capacity = 0;
+    // The sending host's stalls: their own RNG, so a scenario without them draws the same
+    // network randomness as before they existed.
+    let mut host_rng = StdRng::seed_from_u64(s.seed ^ 0x5747_a115);
+    let exp = |rng: &mut StdRng, mean: f64| -> Nanos { (-mean * (1.0 - rng.gen::<f64>()).ln()) as Nanos };
+    let stalls = s.host.per_second > 0.0 && s.host.mean > 0;
+    let mut next_stall = if stalls { exp(&mut host_rng, SECOND as f64 / s.host.per_second) } else { Nanos::MAX };
+    let (mut asleep_until, mut stalled) = (0, 0);
+    let mut deferred: Vec<Vec<u8>> = Vec::new();
+    // PLUT_TRACE_STEPS=1: the controller's state every 10 ms of simulated time.
+    let steps_trace = std::env::var_os("PLUT_TRACE_STEPS").is_some();
     while !(sender.is_done() && receiver.is_complete()) && now < s.limit {
         while net.events.peek().is_some_and(|e| e.0.at <= now) {
             let Some(Reverse(ev)) = net.events.pop() else { break };
             if ev.to_receiver {
                 receiver.handle_datagram(now, &ev.data, &mut output).expect("in-order sink");
+            } else if now < asleep_until {
+                deferred.push(ev.data);
             } else {
                 sender.handle_datagram(now, &ev.data);
             }
         }
-        if sender.poll_timeout().is_some_and(|t| t <= now) {
+        let awake = now >= asleep_until;
+        if awake {
+            for d in deferred.drain(..) {
+                sender.handle_datagram(now, &d);
+            }
+        }
+        if awake && sender.poll_timeout().is_some_and(|t| t <= now) {
             sender.handle_timeout(now);
         }
         if receiver.poll_timeout().is_some_and(|t| t <= now) {
             receiver.handle_timeout(now);
         }
-        while let Some(n) = sender.poll_transmit(now, &mut buf, &input[..]).expect("source") {
+        while let Some(n) = if awake { sender.poll_transmit(now, &mut buf, &input[..]).expect("source") } else { None } {
             net.forward(now, &s.link, &buf[..n]);
             if let Some(bad) = adversary.against_receiver(s.attack, &buf[..n]) {
                 net.schedule(now + s.link.delay, true, bad);
             }
+        }
+        if awake && now >= next_stall {
+            let len = exp(&mut host_rng, s.host.mean as f64).max(1);
+            asleep_until = now + len;
+            stalled += len;
+            next_stall = asleep_until + exp(&mut host_rng, SECOND as f64 / s.host.per_second);
         }
         while let Some(n) = receiver.poll_transmit(now, &mut buf).expect("ack encodes") {
             net.reverse(now, &s.ack, &buf[..n]);
@@ -223,11 +265,35 @@ pub fn run(s: &Scenario) -> Outcome {
             }
         }
         buffer_capacity = buffer_capacity.max(sender.buffer_capacity());
+        if next_trace <= now && steps_trace {
+            let m = sender.last_measurement();
+            if let haul_plut::RateController::RobbinsMonro(c) = sender.controller() {
+                eprintln!(
+                    "t {:.2} cmd {:.0} m.offered {:.0} m.goodput {:.0} sf {:.4} lavg {:.4} base {:.4} tgt {:.4} sd {:.4} C {:.0} k {} {:?} cur {} q {:.2}",
+                    now as f64 / 1e9,
+                    sender.rate() * 8e-6,
+                    m.offered_rate * 8e-6,
+                    m.goodput * 8e-6,
+                    1.0 - m.goodput / m.offered_rate.max(1.0),
+                    c.loss_avg().unwrap_or(f64::NAN),
+                    c.base_loss(),
+                    c.excess_target(),
+                    c.sample_sd(),
+                    c.bottleneck() * 8e-6,
+                    c.steps(),
+                    c.phase(),
+                    m.at_current_rate,
+                    m.queue_delay,
+                );
+            }
+        }
         while next_trace <= now {
             trace.push((next_trace, sender.rate(), receiver.stats().accepted * s.cfg.payload() as u64));
             next_trace += 10_000_000;
         }
-        let next = [net.events.peek().map(|e| e.0.at), sender.poll_timeout(), receiver.poll_timeout(), Some(next_trace)]
+        let wake = |t: Nanos| t.max(asleep_until);
+        let sender_next = if now < asleep_until { Some(asleep_until) } else { sender.poll_timeout().map(wake) };
+        let next = [net.events.peek().map(|e| e.0.at), sender_next, receiver.poll_timeout(), Some(next_trace), stalls.then_some(next_stall.max(now + 1))]
             .into_iter()
             .flatten()
             .min()
@@ -251,5 +317,6 @@ pub fn run(s: &Scenario) -> Outcome {
         trace,
         queue_drops: net.queue_drops,
         buffer_capacity,
+        stalled,
     }
 }

@@ -9,6 +9,14 @@ use std::time::Instant;
 
 use haul_plut::Nanos;
 
+/// `SO_TIMESTAMPNS` (`SO_TIMESTAMPNS_OLD`, a 64-bit `timespec` on these targets); the `libc`
+/// crate does not export it for Linux.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+const SO_TIMESTAMPNS: libc::c_int = 35;
+
+/// Control-message space per datagram: one `SCM_TIMESTAMPNS` (32 bytes) with room to spare.
+const CTRL_LEN: usize = 64;
+
 /// `count` datagram buffers of `mds` bytes with the `mmsghdr` array that points into them.
 pub(super) struct Batch {
     data: Vec<u8>,
@@ -17,6 +25,10 @@ pub(super) struct Batch {
     iov: Vec<libc::iovec>,
     hdr: Vec<libc::mmsghdr>,
     addr: Vec<libc::sockaddr_storage>,
+    /// Control-message buffers (8-byte aligned), when receive timestamps are on.
+    ctrl: Vec<u64>,
+    /// Kernel receive time of each received datagram, CLOCK_REALTIME nanoseconds.
+    stamps: Vec<Option<u64>>,
 }
 
 // SAFETY: the raw pointers in `iov` / `hdr` point into this struct's own heap buffers and are
@@ -38,7 +50,33 @@ impl Batch {
             iov: vec![zero_iov; count],
             hdr: vec![zero_hdr; count],
             addr: vec![zero_addr; count],
+            ctrl: Vec::new(),
+            stamps: vec![None; count],
         }
+    }
+
+    /// Asks the kernel for each datagram's receive time (`SO_TIMESTAMPNS`); see
+    /// [`Batch::stamp`]. False where unsupported (the batch then reports none).
+    pub(super) fn enable_timestamps(&mut self, sock: &UdpSocket) -> bool {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            let on: libc::c_int = 1;
+            // SAFETY: valid fd and an int option value.
+            let r = unsafe {
+                libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, SO_TIMESTAMPNS, (&on as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+            };
+            if r == 0 {
+                self.ctrl = vec![0; self.capacity() * CTRL_LEN / 8];
+                return true;
+            }
+        }
+        let _ = sock;
+        false
+    }
+
+    /// The kernel's receive time of datagram `i` of the last `recv`, CLOCK_REALTIME ns.
+    pub(super) fn stamp(&self, i: usize) -> Option<u64> {
+        self.stamps.get(i).copied().flatten()
     }
 
     /// Datagrams the batch holds.
@@ -77,6 +115,10 @@ impl Batch {
             if lens_from_buffer {
                 m.msg_name = (&mut self.addr[i] as *mut libc::sockaddr_storage).cast();
                 m.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+                if !self.ctrl.is_empty() {
+                    m.msg_control = self.ctrl[i * CTRL_LEN / 8..].as_mut_ptr().cast();
+                    m.msg_controllen = CTRL_LEN as _;
+                }
             }
             self.hdr[i] = libc::mmsghdr { msg_hdr: m, msg_len: 0 };
         }
@@ -117,6 +159,7 @@ impl Batch {
                 let got = r as usize;
                 for i in 0..got {
                     self.lens[i] = self.hdr[i].msg_len as usize;
+                    self.stamps[i] = if self.ctrl.is_empty() { None } else { timestamp(&self.hdr[i].msg_hdr) };
                 }
                 return Ok(got);
             }
@@ -130,6 +173,30 @@ impl Batch {
             }
         }
     }
+}
+
+/// The `SCM_TIMESTAMPNS` control message of a received datagram, as CLOCK_REALTIME ns.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn timestamp(m: &libc::msghdr) -> Option<u64> {
+    // SAFETY: `m` was filled by recvmmsg with msg_control pointing at this batch's buffer of
+    // msg_controllen bytes; the CMSG macros stay inside it, and the data of a
+    // SOL_SOCKET/SCM_TIMESTAMPNS message is one timespec (read unaligned).
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(m);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(m, c);
+        }
+    }
+    None
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+fn timestamp(_: &libc::msghdr) -> Option<u64> {
+    None
 }
 
 fn from_storage(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
@@ -160,6 +227,25 @@ impl Clock {
 
     pub(super) fn now(&self) -> Nanos {
         self.0.elapsed().as_nanos() as Nanos
+    }
+
+    /// CLOCK_REALTIME less this clock, ns: subtract it from a kernel receive time
+    /// ([`Batch::stamp`]) to put it on this clock. Taken once per received batch.
+    pub(super) fn realtime_offset(&self) -> i128 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        let mono = self.now() as i128;
+        ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128 - mono
+    }
+}
+
+/// A kernel receive time on the transfer's clock (see [`Clock::realtime_offset`]), never
+/// later than `now`; `now` itself when the datagram has none.
+pub(super) fn arrival(stamp: Option<u64>, offset: i128, now: Nanos) -> Nanos {
+    match stamp {
+        Some(t) => (t as i128 - offset).clamp(0, i128::from(now)) as Nanos,
+        None => now,
     }
 }
 
