@@ -43,6 +43,10 @@ enum Command {
         /// benchmarks with different prefixes can run at the same time.
         #[arg(long, value_name = "PREFIX")]
         netem_prefix: Option<String>,
+        /// Replaces one of the scenario's `[vars]` for this run (repeatable); the value may
+        /// use the built-in variables, like the scenario's own.
+        #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+        vars: Vec<(String, String)>,
     },
     /// List the scenarios in a directory.
     List {
@@ -58,6 +62,13 @@ enum Command {
     },
 }
 
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
@@ -70,12 +81,12 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
-        Command::Run { scenario, reps, out, haul, netem_prefix } => {
+        Command::Run { scenario, reps, out, haul, netem_prefix, vars } => {
             let haul = match haul {
                 Some(h) => h,
                 None => default_haul()?,
             };
-            let report = runner::run(&scenario, &runner::Options { reps, haul, netem_prefix })?;
+            let report = runner::run(&scenario, &runner::Options { reps, haul, netem_prefix, vars })?;
             print!("{}", report.table());
             std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
             let stamp: String = report.started_at.chars().filter(|c| !matches!(c, '-' | ':')).collect();

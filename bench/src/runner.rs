@@ -22,6 +22,8 @@ pub struct Options {
     /// Namespace prefix of the netem pair (`haul netem up/down --prefix`); also selects a state
     /// directory of its own, so two benchmarks with different prefixes do not collide.
     pub netem_prefix: Option<String>,
+    /// `--var KEY=VALUE`: replaces the scenario's variable KEY (which must exist).
+    pub vars: Vec<(String, String)>,
 }
 
 /// The leading arguments of every `haul netem` call: `netem` and, with a prefix, `--state DIR`.
@@ -152,10 +154,16 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     env.vars.insert("tmp".into(), tmp.path().display().to_string());
     let bench = std::env::current_exe().context("cannot locate haul-bench itself")?;
     env.vars.insert("bench".into(), bench.display().to_string());
+    for (k, _) in &opts.vars {
+        if !scenario.vars.contains_key(k) {
+            bail!("--var {k}: scenario {} has no variable {k:?}", scenario.name);
+        }
+    }
     for (k, v) in &scenario.vars {
         if env.vars.contains_key(k) {
             bail!("scenario {}: variable {k:?} shadows a built-in variable", scenario.name);
         }
+        let v = opts.vars.iter().rev().find(|(o, _)| o == k).map_or(v, |(_, o)| o);
         let value = render(v, &env.vars).with_context(|| format!("variable {k:?}"))?;
         env.vars.insert(k.clone(), value);
     }
@@ -277,5 +285,22 @@ mod tests {
         for bad in ["", "-", "a/b", "../x", "a b"] {
             assert!(check_netem_prefix(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn var_overrides_a_scenario_variable_and_unknown_ones_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v.toml");
+        std::fs::write(
+            &path,
+            "name = \"v\"\nrepetitions = 1\nbaseline = \"e\"\nunit = \"n\"\n[vars]\nx = \"1\"\n\n[[contender]]\nname = \"e\"\ncommand = \"echo {x}\"\nmetric = \"regex:(\\\\d+)\"\n",
+        )
+        .expect("write");
+        let opts = |vars: Vec<(String, String)>| Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars };
+        let value = |r: Report| r.runs.first().and_then(|r| r.value);
+        assert_eq!(value(run(&path, &opts(vec![])).expect("run")), Some(1.0));
+        assert_eq!(value(run(&path, &opts(vec![("x".into(), "42".into())])).expect("run")), Some(42.0));
+        let err = run(&path, &opts(vec![("y".into(), "2".into())])).expect_err("unknown variable");
+        assert!(err.to_string().contains("no variable \"y\""), "{err}");
     }
 }
