@@ -1,9 +1,9 @@
 //! Runs a scenario: topology up, servers started, contenders alternated A B A B, everything torn down.
 
 use crate::exec::{self, Background};
-use crate::metric::{Metric, Observed};
+use crate::metric::Observed;
 use crate::report::{Report, RunRecord};
-use crate::scenario::{Contender, Scenario, Topology};
+use crate::scenario::{Contender, Metrics, Scenario, Topology};
 use crate::template::{render, Vars};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -185,10 +185,14 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
 
     let mut runs = Vec::new();
     for rep in 0..reps {
-        for (c, metric) in scenario.contenders.iter().zip(&metrics) {
-            let r = run_once(&env, c, metric, rep)?;
+        for (c, metrics) in scenario.contenders.iter().zip(&metrics) {
+            let r = run_once(&env, c, metrics, rep)?;
             match (&r.value, &r.error) {
-                (Some(v), _) => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
+                (Some(v), _) if r.extra.is_empty() => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
+                (Some(v), _) => {
+                    let extra: Vec<String> = r.extra.iter().map(|(k, x)| format!("{k}={}", x.map_or("-".into(), |x| x.to_string()))).collect();
+                    eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {} {}", rep + 1, c.name, scenario.unit, extra.join(" "));
+                }
                 (None, Some(e)) => eprintln!("haul-bench: rep {}/{reps} {:<20} FAILED: {e}", rep + 1, c.name),
                 (None, None) => {}
             }
@@ -230,7 +234,9 @@ fn wait_ready(env: &Env, bench: &Path, host: &str, addr: &str, timeout_s: f64, b
 }
 
 /// Runs one repetition of one contender; a failing command is a failed sample, not an error.
-fn run_once(env: &Env, c: &Contender, metric: &Metric, rep: u32) -> Result<RunRecord> {
+/// The `record` values are read whenever the command succeeded; one that is missing is `None`
+/// (with a warning) and does not fail the run.
+fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<RunRecord> {
     let mut vars = env.vars.clone();
     vars.insert("rep".into(), rep.to_string());
     let bytes = match &c.bytes {
@@ -243,7 +249,8 @@ fn run_once(env: &Env, c: &Contender, metric: &Metric, rep: u32) -> Result<RunRe
         Some(other) => bail!("contender {:?}: bytes must be an integer or a string, not {other}", c.name),
     };
     let timeout = Duration::from_secs_f64(c.timeout_s);
-    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None };
+    let extra = metrics.record.iter().map(|(k, _)| (k.clone(), None)).collect();
+    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None, extra };
     if let Some(before) = &c.before {
         let argv = env.shell(&c.host, before, &vars)?;
         if let Err(e) = helper(&argv) {
@@ -263,9 +270,17 @@ fn run_once(env: &Env, c: &Contender, metric: &Metric, rep: u32) -> Result<RunRe
         record.error = Some(format!("{}: {tail}", out.status));
     } else {
         let obs = Observed { stdout: &out.stdout, elapsed_s: out.elapsed_s, peak_rss_kib: out.peak_rss_kib, bytes };
-        match metric.extract(obs) {
+        match metrics.main.extract(obs) {
             Ok(v) => record.value = Some(v * c.scale),
             Err(e) => record.error = Some(e.to_string()),
+        }
+        for (key, m) in &metrics.record {
+            match m.extract(obs) {
+                Ok(v) => {
+                    record.extra.insert(key.clone(), Some(v));
+                }
+                Err(e) => eprintln!("haul-bench: warning: rep {} {}: record {key}: {e}", rep + 1, c.name),
+            }
         }
     }
     Ok(record)
@@ -302,5 +317,72 @@ mod tests {
         assert_eq!(value(run(&path, &opts(vec![("x".into(), "42".into())])).expect("run")), Some(42.0));
         let err = run(&path, &opts(vec![("y".into(), "2".into())])).expect_err("unknown variable");
         assert!(err.to_string().contains("no variable \"y\""), "{err}");
+    }
+
+    #[test]
+    fn record_reads_extra_metrics_from_the_same_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.toml");
+        std::fs::write(
+            &path,
+            r#"
+name = "r"
+repetitions = 2
+baseline = "j"
+[[contender]]
+name = "j"
+command = "echo '{{\"a\": 1, \"b\": {{\"c\": 7}}}}'"
+metric = "json:a"
+scale = 10
+record = { c = "json:b.c", gone = "json:b.nope" }
+[[contender]]
+name = "plain"
+command = "echo '{{\"a\": 2}}'"
+metric = "json:a"
+[[contender]]
+name = "bad"
+command = "echo '{{\"b\": {{\"c\": 5}}}}'"
+metric = "json:a"
+[contender.record]
+c = "json:b.c"
+"#,
+        )
+        .expect("write");
+        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
+        let report = run(&path, &opts).expect("run");
+        assert_eq!(report.runs.len(), 6);
+        let j = &report.runs[0];
+        assert_eq!((j.contender.as_str(), j.value, j.error.as_deref()), ("j", Some(10.0), None), "a missing extra does not fail the run");
+        let want: std::collections::BTreeMap<String, Option<f64>> = [("c".to_owned(), Some(7.0)), ("gone".to_owned(), None)].into();
+        assert_eq!(j.extra, want, "extras are not scaled");
+        assert_eq!(report.runs[3].extra, want);
+        assert_eq!((report.runs[1].value, report.runs[1].extra.len()), (Some(2.0), 0));
+        let bad = &report.runs[2];
+        assert!(bad.value.is_none() && bad.error.as_deref().is_some_and(|e| e.contains("JSON has no a")), "{bad:?}");
+        assert_eq!(bad.extra.get("c"), Some(&Some(5.0)), "extras are read even when the main metric is missing");
+        assert_eq!(report.summary[0].median_extra, want);
+        assert_eq!(report.summary[2].median_extra.get("c"), Some(&None), "no successful run, no median");
+
+        let out = tempfile::tempdir().expect("tempdir");
+        report.write_files(out.path(), "r").expect("write");
+        let raw = std::fs::read_to_string(out.path().join("r.csv")).expect("read");
+        let rows: Vec<Vec<&str>> = raw.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows[0], ["scenario", "contender", "rep", "value", "unit", "elapsed_s", "peak_rss_kib", "error", "c", "gone"]);
+        assert!(rows.iter().all(|r| r.len() == 10), "{raw}");
+        assert_eq!((rows[1][1], rows[1][3], rows[1][8], rows[1][9]), ("j", "10", "7", ""));
+        assert_eq!((rows[2][1], rows[2][3], rows[2][8], rows[2][9]), ("plain", "2", "", ""));
+        assert_eq!((rows[3][1], rows[3][3], rows[3][8], rows[3][9]), ("bad", "", "5", ""));
+        let sum = std::fs::read_to_string(out.path().join("r-summary.csv")).expect("read");
+        let rows: Vec<Vec<&str>> = sum.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows[0][8..], ["median_peak_rss_kib", "unit", "median_c", "median_gone"]);
+        assert_eq!((rows[1][1], rows[1][10], rows[1][11]), ("j", "7", ""));
+        assert_eq!((rows[3][1], rows[3][10], rows[3][11]), ("bad", "", ""));
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("r.json")).expect("read")).expect("json");
+        assert_eq!(json["runs"][0]["extra"], serde_json::json!({"c": 7.0, "gone": null}));
+        assert!(json["runs"][1].get("extra").is_none());
+        let table = report.table();
+        let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+        assert!(rows[0].ends_with(&["ratio", "rss", "MiB", "c", "gone"]), "{table}");
+        assert!(rows[1].ends_with(&["7.000", "-"]) && rows[2].ends_with(&["-", "-"]), "{table}");
     }
 }

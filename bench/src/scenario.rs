@@ -138,7 +138,24 @@ pub struct Contender {
     /// Seconds before a run is killed and counted as failed.
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
+    /// Extra metrics read from the same run, name → spec in the `metric` syntax (unscaled); a
+    /// missing extra value is recorded as missing and does not fail the run.
+    #[serde(default)]
+    pub record: BTreeMap<String, String>,
 }
+
+/// The parsed metrics of one contender.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    /// The main metric (`metric`), which decides whether a run succeeded.
+    pub main: Metric,
+    /// The extra metrics (`record`), sorted by name.
+    pub record: Vec<(String, Metric)>,
+}
+
+/// Column names of the per-run CSV, which a `record` name must not repeat (this also keeps
+/// `median_<name>` distinct from the summary's `median_peak_rss_kib`).
+const RESERVED_RECORD_NAMES: [&str; 8] = ["scenario", "contender", "rep", "value", "unit", "elapsed_s", "peak_rss_kib", "error"];
 
 fn one() -> f64 {
     1.0
@@ -187,8 +204,8 @@ impl Scenario {
         Ok(s)
     }
 
-    /// Checks names, metrics and the topology; returns the parsed metric of each contender.
-    pub fn validate(&self) -> Result<Vec<Metric>, ScenarioError> {
+    /// Checks names, metrics and the topology; returns the parsed metrics of each contender.
+    pub fn validate(&self) -> Result<Vec<Metrics>, ScenarioError> {
         let bad = |reason: String| ScenarioError::Invalid { name: self.name.clone(), reason };
         if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(bad(format!("name {:?} must be non-empty [A-Za-z0-9_-]", self.name)));
@@ -206,6 +223,14 @@ impl Scenario {
             if !(c.scale.is_finite() && c.timeout_s > 0.0) {
                 return Err(bad(format!("contender {:?}: scale must be finite and timeout_s positive", c.name)));
             }
+            for key in c.record.keys() {
+                if key.is_empty() || !key.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+                    return Err(bad(format!("contender {:?}: record name {key:?} must be non-empty [A-Za-z0-9_]", c.name)));
+                }
+                if RESERVED_RECORD_NAMES.contains(&key.as_str()) {
+                    return Err(bad(format!("contender {:?}: record name {key:?} is taken by a result column ({})", c.name, RESERVED_RECORD_NAMES.join(", "))));
+                }
+            }
         }
         if !self.contenders.iter().any(|c| c.name == self.baseline) {
             return Err(bad(format!("baseline {:?} is not a contender", self.baseline)));
@@ -213,7 +238,17 @@ impl Scenario {
         self.topology().map_err(bad)?;
         self.contenders
             .iter()
-            .map(|c| Metric::parse(&c.metric).map_err(|e| bad(format!("contender {:?}: {e}", c.name))))
+            .map(|c| {
+                let main = Metric::parse(&c.metric).map_err(|e| bad(format!("contender {:?}: {e}", c.name)))?;
+                let record = c
+                    .record
+                    .iter()
+                    .map(|(key, spec)| {
+                        Metric::parse(spec).map(|m| (key.clone(), m)).map_err(|e| bad(format!("contender {:?}: record {key:?}: {e}", c.name)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Metrics { main, record })
+            })
             .collect()
     }
 
@@ -285,5 +320,46 @@ mod tests {
         let dup = OK.replace("name = \"two\"", "name = \"one\"");
         assert!(toml::from_str::<Scenario>(&dup).expect("parse").validate().is_err());
         assert!(toml::from_str::<Scenario>(&OK.replace("scale = 1e-9", "scael = 1")).is_err());
+    }
+
+    #[test]
+    fn record_parses_inline_and_as_a_subtable() {
+        let s: Scenario = toml::from_str(OK).expect("parse");
+        assert!(s.contenders.iter().all(|c| c.record.is_empty()));
+        assert!(s.validate().expect("valid").iter().all(|m| m.record.is_empty()));
+        let inline = OK.replace("scale = 1e-9", "scale = 1e-9\nrecord = { retransmits = \"json:end.streams.0.sender.retransmits\", cpu = 'regex:cpu (\\d+)' }");
+        let s: Scenario = toml::from_str(&inline).expect("parse");
+        let m = s.validate().expect("valid");
+        let names: Vec<&str> = m[0].record.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["cpu", "retransmits"]);
+        assert!(matches!(&m[0].record[1].1, Metric::Json(p) if p.join(".") == "end.streams.0.sender.retransmits"));
+        assert!(matches!(&m[0].record[0].1, Metric::Regex(re) if re.as_str() == r"cpu (\d+)"));
+        assert!(m[1].record.is_empty());
+        let table = format!("{OK}\n[contender.record]\nrss = \"peak_rss\"\nt = \"elapsed\"\n");
+        let s: Scenario = toml::from_str(&table).expect("parse");
+        assert_eq!(s.contenders[1].record.keys().collect::<Vec<_>>(), ["rss", "t"]);
+        let m = s.validate().expect("valid");
+        assert!(matches!(m[1].record.as_slice(), [(a, Metric::PeakRss), (b, Metric::Elapsed)] if a == "rss" && b == "t"));
+        assert!(toml::from_str::<Scenario>(&format!("{OK}\n[contender.record]\nn = 3\n")).is_err(), "a spec must be a string");
+    }
+
+    #[test]
+    fn bad_record_specs_and_names_are_refused() {
+        let with = |record: &str| {
+            let text = format!("{OK}\n[contender.record]\n{record}\n");
+            toml::from_str::<Scenario>(&text).expect("parse").validate().expect_err("invalid").to_string()
+        };
+        let e = with("cpu = \"regex:no group\"");
+        assert!(e.contains("contender \"two\"") && e.contains("record \"cpu\"") && e.contains("capture group"), "{e}");
+        let e = with("ok = \"json:a\"\nretx = \"fast\"");
+        assert!(e.contains("contender \"two\"") && e.contains("record \"retx\"") && e.contains("\"fast\""), "{e}");
+        assert!(with("x = \"json:a..b\"").contains("record \"x\""));
+        let e = with("\"cpu time\" = \"elapsed\"");
+        assert!(e.contains("record name \"cpu time\"") && e.contains("[A-Za-z0-9_]"), "{e}");
+        assert!(with("\"\" = \"elapsed\"").contains("record name \"\""));
+        assert!(with("\"a-b\" = \"elapsed\"").contains("record name \"a-b\""));
+        let e = with("value = \"elapsed\"");
+        assert!(e.contains("record name \"value\"") && e.contains("result column"), "{e}");
+        assert!(with("peak_rss_kib = \"peak_rss\"").contains("record name \"peak_rss_kib\""));
     }
 }
