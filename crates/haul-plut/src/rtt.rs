@@ -1,6 +1,12 @@
-//! Round-trip-time estimation from ACK timestamp echoes (RFC 6298 smoothing).
+//! Round-trip-time estimation from ACK timestamp echoes (RFC 6298 smoothing), and the path's
+//! RTT without queueing as a windowed minimum.
 
 use crate::Nanos;
+
+/// The minimum RTT is the smallest sample of the last one to two windows of this length (BBR
+/// keeps its min_rtt for 10 s): long enough that a queue which the rate control keeps filling
+/// does not become the baseline, short enough that a route that got longer is learnt.
+pub(crate) const MIN_RTT_WINDOW: Nanos = 10_000_000_000;
 
 /// Smoothed RTT and its variation.
 #[derive(Debug, Clone, Copy)]
@@ -8,20 +14,30 @@ pub(crate) struct Rtt {
     srtt: Nanos,
     var: Nanos,
     sampled: bool,
-    /// Smallest sample: the path's RTT without queueing (0 before the first).
-    min: Nanos,
+    /// Smallest sample of the current window (0 before the first sample in it).
+    cur_min: Nanos,
+    /// Start of the current window.
+    cur_start: Nanos,
+    /// Smallest sample of the window before (0 if none).
+    prev_min: Nanos,
 }
 
 impl Rtt {
     /// Starts from the configured guess.
     pub(crate) fn new(initial: Nanos) -> Rtt {
-        Rtt { srtt: initial.max(1), var: initial / 2, sampled: false, min: 0 }
+        Rtt { srtt: initial.max(1), var: initial / 2, sampled: false, cur_min: 0, cur_start: 0, prev_min: 0 }
     }
 
-    /// Folds in one sample.
-    pub(crate) fn sample(&mut self, rtt: Nanos) {
+    /// Folds in one sample taken at `now`.
+    pub(crate) fn sample(&mut self, now: Nanos, rtt: Nanos) {
         let rtt = rtt.max(1);
-        self.min = if self.min == 0 { rtt } else { self.min.min(rtt) };
+        if now.saturating_sub(self.cur_start) >= MIN_RTT_WINDOW {
+            // A window with no sample leaves nothing to carry over.
+            self.prev_min = if now.saturating_sub(self.cur_start) >= 2 * MIN_RTT_WINDOW { 0 } else { self.cur_min };
+            self.cur_min = 0;
+            self.cur_start = now;
+        }
+        self.cur_min = if self.cur_min == 0 { rtt } else { self.cur_min.min(rtt) };
         if !self.sampled {
             self.srtt = rtt;
             self.var = rtt / 2;
@@ -38,13 +54,58 @@ impl Rtt {
         self.srtt
     }
 
-    /// Smallest sample so far (0 before the first).
+    /// Smallest sample of the last one to two [`MIN_RTT_WINDOW`]s (0 before the first).
     pub(crate) fn min(&self) -> Nanos {
-        self.min
+        match (self.prev_min, self.cur_min) {
+            (0, m) | (m, 0) => m,
+            (a, b) => a.min(b),
+        }
     }
 
     /// RTT variation.
     pub(crate) fn var(&self) -> Nanos {
         self.var
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn the_minimum_follows_a_route_that_got_longer() {
+        let mut r = Rtt::new(100 * MS);
+        assert_eq!(r.min(), 0);
+        let mut now = 0;
+        // 60 ms path for 5 s, samples every 10 ms.
+        while now < 5_000 * MS {
+            r.sample(now, 60 * MS + (now / MS % 7) * MS);
+            now += 10 * MS;
+        }
+        assert_eq!(r.min(), 60 * MS);
+        // The route changes to 100 ms: the 60 ms minimum holds for at most two windows.
+        while now < 5_000 * MS + 2 * MIN_RTT_WINDOW {
+            r.sample(now, 100 * MS);
+            now += 10 * MS;
+        }
+        assert_eq!(r.min(), 100 * MS, "the old route's RTT expired");
+    }
+
+    #[test]
+    fn the_minimum_holds_for_at_least_one_window() {
+        let mut r = Rtt::new(100 * MS);
+        r.sample(0, 40 * MS);
+        // Queueing delay builds up; the base RTT stays known for the whole window.
+        let mut now = 0;
+        while now + 10 * MS < MIN_RTT_WINDOW {
+            now += 10 * MS;
+            r.sample(now, 70 * MS);
+            assert_eq!(r.min(), 40 * MS);
+        }
+        // A gap longer than two windows with no samples forgets everything before it.
+        r.sample(now + 3 * MIN_RTT_WINDOW, 90 * MS);
+        assert_eq!(r.min(), 90 * MS);
     }
 }

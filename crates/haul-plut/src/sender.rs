@@ -61,6 +61,8 @@ pub struct Sender {
     step: Step,
     /// When the controller last changed the rate.
     rate_set: Nanos,
+    /// The last poll that pacing allowed found nothing to send.
+    starved: bool,
     last: Measurement,
     log: SendLog,
     stats: SenderStats,
@@ -91,6 +93,7 @@ impl Sender {
             backoff: 0,
             step: Step::default(),
             rate_set: 0,
+            starved: false,
             last: Measurement::default(),
             log: SendLog::default(),
             stats: SenderStats::default(),
@@ -203,11 +206,21 @@ impl Sender {
             Some(seq) => self.emit_retransmission(now, seq, buf),
             None => self.emit_new(now, buf, src)?,
         };
-        let Some(n) = n else { return Ok(None) };
+        let Some(n) = n else {
+            self.starved = true;
+            return Ok(None);
+        };
         let gap = self.gap();
-        let credit = (f64::from(self.cfg.max_burst) * gap).max(self.cfg.max_burst_time as f64).max(self.cfg.max_burst_rtt * self.rtt.srtt() as f64);
-        let floor = now as f64 - credit;
-        self.next_send = self.next_send.max(floor) + gap;
+        // A late poll may catch up the sending time it missed, within the credit; time in
+        // which there was nothing to send (flow control, a slow source) is not missed time, so
+        // the first datagram after it restarts the pacing clock instead of bursting.
+        let base = if std::mem::take(&mut self.starved) {
+            now as f64
+        } else {
+            let credit = (f64::from(self.cfg.max_burst) * gap).max(self.cfg.max_burst_time as f64).max(self.cfg.max_burst_rtt * self.rtt.srtt() as f64);
+            self.next_send.max(now as f64 - credit)
+        };
+        self.next_send = base + gap;
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rto());
         }
@@ -283,6 +296,14 @@ impl Sender {
 
     /// Handles one datagram from the network (an ACK, or something to drop and count).
     pub fn handle_datagram(&mut self, now: Nanos, datagram: &[u8]) -> Verdict {
+        self.handle_datagram_received(now, now, datagram)
+    }
+
+    /// [`handle_datagram`](Sender::handle_datagram) for a datagram that arrived at `arrived`
+    /// (≤ `now`, e.g. the kernel's receive time): the RTT sample ends there, so how late the
+    /// sending thread got round to the ACK does not count as path delay (queueing delay
+    /// steers the rate, see `RmParams::max_queue`). Everything else happens at `now`.
+    pub fn handle_datagram_received(&mut self, now: Nanos, arrived: Nanos, datagram: &[u8]) -> Verdict {
         let parsed = match Datagram::parse(datagram) {
             Ok(d) => d,
             Err(e) => {
@@ -310,9 +331,9 @@ impl Sender {
         }
         self.last_ack_seq = Some(h.ack_seq);
         self.stats.acks += 1;
-        let sample_us = ((now / 1000) as u32).wrapping_sub(h.echo_ts).wrapping_sub(h.echo_delay_us);
+        let sample_us = ((arrived.min(now) / 1000) as u32).wrapping_sub(h.echo_ts).wrapping_sub(h.echo_delay_us);
         if sample_us < 60_000_000 {
-            self.rtt.sample((Nanos::from(sample_us) * 1000).max(self.cfg.min_rtt));
+            self.rtt.sample(now, (Nanos::from(sample_us) * 1000).max(self.cfg.min_rtt));
         }
         let before = (self.buf.outstanding(), self.peer_high);
         self.apply_ack(&ack);
@@ -460,6 +481,37 @@ mod tests {
             n += 1;
         }
         n
+    }
+
+    #[test]
+    fn time_with_nothing_to_send_earns_no_burst() {
+        // 100 Mb/s, a 2 ms catch-up credit (17 datagrams), and a window of 64 datagrams that
+        // fills in 7.5 ms; the ACK that opens it again comes at 150 ms.
+        let cfg = Config { initial_rate: 12.5e6, max_burst: 4, max_burst_time: 2_000_000, max_burst_rtt: 0.0, window: 64, send_buffer: 64, ..Config::default() };
+        let data = vec![7u8; 1 << 20];
+        let mut s = Sender::new(cfg.clone(), data.len() as u64).expect("config");
+        let mut r = crate::Receiver::new(cfg.clone(), data.len() as u64).expect("config");
+        let mut buf = vec![0u8; cfg.mds];
+        let mut sink = Vec::new();
+        let mut now = 0;
+        let mut sent = 0;
+        while now < 100_000_000 {
+            while let Some(n) = s.poll_transmit(now, &mut buf, &data[..]).expect("source") {
+                r.handle_datagram(now, &buf[..n], &mut sink).expect("sink");
+                sent += 1;
+            }
+            now += 100_000;
+        }
+        assert_eq!(sent, 64, "the window stops the sender");
+        now = 150_000_000;
+        r.handle_timeout(now);
+        let n = r.poll_transmit(now, &mut buf).expect("ack").expect("an ACK is due");
+        assert!(matches!(s.handle_datagram(now, &buf[..n]), Verdict::Accepted));
+        let mut burst = 0;
+        while s.poll_transmit(now, &mut buf, &data[..]).expect("source").is_some() {
+            burst += 1;
+        }
+        assert_eq!(burst, 1, "paced from the ACK on, not a 2 ms burst");
     }
 
     #[test]

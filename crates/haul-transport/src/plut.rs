@@ -202,6 +202,7 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
     let clock = Clock::start();
     let mut out = Batch::new(cfg.mds, tuning.batch);
     let mut acks = Batch::new(cfg.mds, 64);
+    acks.enable_timestamps(sock);
     let spin = tuning.spin.as_nanos() as u64;
     let period = tuning.batch_period.as_nanos() as f64;
     let idle = tuning.idle_timeout.as_nanos() as u64;
@@ -214,8 +215,10 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
         tr.tick(now, &sender, cfg.mds, stats.send_batches);
         loop {
             let n = acks.recv(sock).map_err(io_err("receiving ACKs"))?;
+            let offset = if n > 0 { clock.realtime_offset() } else { 0 };
             for i in 0..n {
-                if sender.handle_datagram(now, acks.get(i)) == Verdict::Accepted {
+                let at = batch::arrival(acks.stamp(i), offset, now);
+                if sender.handle_datagram_received(now, at, acks.get(i)) == Verdict::Accepted {
                     last_heard = now;
                 }
             }

@@ -70,10 +70,12 @@ impl<S: haul_plut::Source> StreamSender<S> {
     /// A stream to the receiver at `peer` over `sock` (which this call connects).
     pub fn new(sock: UdpSocket, peer: SocketAddr, src: S, cfg: &Config, tuning: &Tuning) -> Result<StreamSender<S>, PlutError> {
         sock.connect(peer).map_err(io_err("connecting the data socket"))?;
+        let mut acks = Batch::new(cfg.mds, 64);
+        acks.enable_timestamps(&sock);
         Ok(StreamSender {
             sender: haul_plut::Sender::new(cfg.clone(), STREAM_SPAN)?,
             out: Batch::new(cfg.mds, tuning.batch),
-            acks: Batch::new(cfg.mds, 64),
+            acks,
             sock,
             peer,
             src,
@@ -166,12 +168,14 @@ impl<S: haul_plut::Source> StreamSender<S> {
         let mut confirmed = false;
         loop {
             let n = self.acks.recv(&self.sock).map_err(io_err("receiving ACKs"))?;
+            let offset = if n > 0 { self.clock.realtime_offset() } else { 0 };
             for i in 0..n {
+                let at = batch::arrival(self.acks.stamp(i), offset, now);
                 let d = self.acks.get(i);
                 if let Some((kind, len)) = parse_end(d, self.cfg.session) {
                     confirmed |= kind == END_ACK && len == self.written;
                     self.last_heard = now;
-                } else if self.sender.handle_datagram(now, d) == Verdict::Accepted {
+                } else if self.sender.handle_datagram_received(now, at, d) == Verdict::Accepted {
                     self.last_heard = now;
                     if let Ok(haul_plut::Datagram::Ack(a)) = haul_plut::Datagram::parse(d) {
                         self.peer_next = self.peer_next.max(a.header.next_expected);
