@@ -6,6 +6,7 @@ use std::fs;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use haul_proto::command::{ProtLevel, RetrOptions, TransferMode};
 use haul_proto::{Command, CommandError, Reply};
@@ -78,15 +79,37 @@ pub struct KnownDigest {
 }
 
 /// What identifies a file's content for [`KnownDigest`]: device, inode, size, and the
-/// modification and change times (nanoseconds).
+/// modification and change times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileId(u64, u64, u64, i64, i64, i64, i64);
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    /// Bytes.
+    pub size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// A file modified this recently may still be modified within the same timestamp tick
+/// (jiffy-granular timestamps on older kernels, writes through a shared mapping that set mtime
+/// only at writeback), so its timestamps cannot vouch that the content is the one hashed:
+/// git's "racily clean" rule.
+const RACY: Duration = Duration::from_secs(2);
 
 impl FileId {
     /// The identity of a file from its metadata.
     pub fn of(m: &fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
-        FileId(m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+        FileId { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+    }
+
+    /// True if the content was last modified more than [`RACY`] ago, so an unchanged
+    /// identity means unchanged content. (A write moves mtime and ctime together; ctime alone
+    /// also moves on metadata changes, which do not touch the content.)
+    pub fn settled(&self) -> bool {
+        let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) else { return false };
+        let (s, ns) = self.mtime;
+        u64::try_from(s).is_ok_and(|s| Duration::new(s, ns.clamp(0, 999_999_999) as u32) + RACY <= now)
     }
 }
 
@@ -529,7 +552,7 @@ impl<'a> Session<'a> {
         if let Some(d) = self.known_digest.take() {
             // The file just sent or received, still the same file (so still inside the root):
             // its digest is known.
-            let whole = offset == 0 && length.unwrap_or(d.id.2) == d.id.2;
+            let whole = offset == 0 && length.unwrap_or(d.id.size) == d.id.size;
             if whole && d.alg == alg && d.virt == Vfs::normalize(&self.cwd, arg) && fs::metadata(&d.real).is_ok_and(|m| FileId::of(&m) == d.id) {
                 self.ctl.defer_reply(213, d.hex);
                 return Ok(());
@@ -614,5 +637,20 @@ impl<'a> Session<'a> {
             Ok(()) => self.ctl.reply(250, "Rename successful."),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod file_id_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_written_just_now_is_not_settled() {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(f.path(), b"x").expect("write");
+        assert!(!FileId::of(&fs::metadata(f.path()).expect("stat")).settled());
+        let old = SystemTime::now() - Duration::from_secs(10);
+        f.as_file().set_modified(old).expect("set mtime");
+        assert!(FileId::of(&fs::metadata(f.path()).expect("stat")).settled());
     }
 }

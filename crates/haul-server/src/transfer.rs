@@ -183,6 +183,15 @@ impl Source for Bytes {
 }
 
 /// Hidden part file an upload to `real` goes to before it is renamed into place.
+/// Takes an exclusive `flock` on `file` without waiting; false if another holds it. Where the
+/// file system does not support `flock`, the write goes ahead unlocked.
+fn lock_exclusive(file: &fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor owned by `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK)
+}
+
 pub fn part_path(real: &Path) -> PathBuf {
     let name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     real.with_file_name(format!(".{name}.haul-part"))
@@ -425,7 +434,7 @@ impl Session<'_> {
         // A whole file whose checksum the client asks for next: hash the bytes as they are
         // sent, rather than reading the file again for the CKSM.
         let hash = match (whole, id) {
-            (true, Some(id)) => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
+            (true, Some(id)) if id.0.settled() => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
             _ => None,
         };
         let Some((alg, (id, real))) = hash else { return self.send_source(src, ranges).map(drop) };
@@ -489,10 +498,23 @@ impl Session<'_> {
             }
             (WriteKind::Esto(o), _) => (real.clone(), false, *o, *o),
         };
-        let file = match OpenOptions::new().write(true).create(true).truncate(truncate).open(&path) {
+        // Not truncating yet: another session may be writing this file, and nothing of its
+        // data may be lost before the lock below says so.
+        let file = match OpenOptions::new().write(true).create(true).truncate(false).open(&path) {
             Ok(f) => f,
             Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
         };
+        // One writer per file: two uploads interleaving their blocks in one inode would leave a
+        // mix of both, and the digest hashed from one session's blocks would vouch for it. The
+        // lock is the open file description's, so it ends with `file` (or a crashed session).
+        if !lock_exclusive(&file) {
+            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
+        }
+        if truncate {
+            if let Err(e) = file.set_len(0) {
+                return self.ctl.reply(550, fs_error(&virt, &e));
+            }
+        }
         // A new file whose checksum the client asks for next: hash the blocks as they are
         // written, rather than reading the file back for the CKSM.
         let alg = match (&kind, &rest) {

@@ -154,6 +154,10 @@ fn pipelined_cksm_after_retr() {
     let out = tempfile::tempdir().unwrap();
     let data = random_bytes(3 << 20 | 77, 11);
     fs::write(root.path().join("f"), &data).unwrap();
+    // A file written in the last seconds is hashed afresh for CKSM (its timestamps cannot
+    // vouch for its content yet); this one is as old as most served files.
+    let ten_s_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+    fs::File::options().write(true).open(root.path().join("f")).unwrap().set_modified(ten_s_ago).unwrap();
     let srv = server(root.path(), |c| c.block_size = 65536);
     let md5 = |b: &[u8]| {
         let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Md5);
@@ -363,4 +367,34 @@ fn spas_and_spor_striped_commands() {
     let r = c.cmd("EPSV");
     assert_eq!(r.code, 229);
     assert!(r.text().starts_with("Entering Extended Passive Mode (|||"), "{r}");
+}
+
+/// A second writer to a file being uploaded is refused with 450 instead of interleaving its
+/// blocks into the same part file; the other writer's bytes stay as they were.
+#[test]
+fn a_second_upload_to_a_file_in_progress_is_refused() {
+    use std::os::fd::AsRawFd;
+    let root = tempfile::tempdir().unwrap();
+    let srv = server(root.path(), |_| {});
+    // Another session's upload of `g`, holding its part file (as the server does).
+    let part = root.path().join(".g.haul-part");
+    fs::write(&part, b"someone else's bytes").unwrap();
+    let other = fs::OpenOptions::new().write(true).open(&part).unwrap();
+    // SAFETY: flock on an open file.
+    assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    let mut c = Ctl::anon(srv.addr());
+    c.pasv();
+    let r = c.cmd("STOR g");
+    assert_eq!(r.code, 450, "{r:?}");
+    assert!(r.lines.concat().contains("in progress"), "{r:?}");
+    assert_eq!(fs::read(&part).unwrap(), b"someone else's bytes", "nothing truncated");
+    // Once the other upload ends, the file can be written.
+    drop(other);
+    let addr = c.pasv();
+    c.send("STOR g");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(&mut s, b"mine").unwrap();
+    drop(s);
+    assert_eq!(c.finish().1.code, 226);
+    assert_eq!(fs::read(root.path().join("g")).unwrap(), b"mine");
 }

@@ -231,10 +231,13 @@ pub fn receive(
     let cv = Condvar::new();
     let kept = Mutex::new(Vec::new());
     let mut conns = conns;
-    if conns.len() == 1 {
-        // One reused stream (a pipelined small file, usually): read it on the caller's thread
-        // instead of spawning a reader per file. Should its EOD not complete the transfer, the
-        // loop below waits for the sender's further connections as usual.
+    // One reused stream (a pipelined small file, usually): read it on the caller's thread
+    // instead of spawning a reader per file. Should its EOD not complete the transfer, the loop
+    // below waits for the sender's further connections as usual. Not when the sender may open
+    // more streams and the transfer is longer than a block: a sender that cannot finish this
+    // stream before its new ones are read would wait for an accept that comes only after.
+    let may_grow = acceptor.is_some() && max_len.is_none_or(|l| l > block as u64);
+    if conns.len() == 1 && !may_grow {
         if let Some(conn) = conns.pop() {
             // Nobody waits on the condition variable yet: no wake-ups to send.
             let r = recv_one(conn, sink, progress, max_len, block, &state, None);

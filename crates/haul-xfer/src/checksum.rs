@@ -290,7 +290,8 @@ impl<'a> HashingSink<'a> {
     /// The digest of the `len` bytes written, or None if it has to be computed from the file.
     pub fn finish(self, len: u64) -> std::io::Result<Option<String>> {
         let (mut run, mut copy) = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
-        catch_up_from(self.local, &mut run, &mut copy)?;
+        // As in `write_at`, a failed read-back only costs the digest.
+        let _ = catch_up_from(self.local, &mut run, &mut copy);
         Ok(run.finish(len))
     }
 }
@@ -314,7 +315,10 @@ impl Sink for HashingSink<'_> {
         let mut st = self.state.lock().map_err(|_| std::io::Error::other("checksum state poisoned"))?;
         let (run, copy) = &mut *st;
         run.update(offset, buf);
-        catch_up_from(self.local, run, copy)
+        // The data is written; a failed read-back (no file descriptor left, the file renamed
+        // by someone else) only costs the digest, which `finish` then leaves to a re-read.
+        let _ = catch_up_from(self.local, run, copy);
+        Ok(())
     }
 }
 
@@ -464,5 +468,21 @@ mod tests {
         let sink = HashingSink::new(&file, Algorithm::Xxh128, &path);
         sink.write_at(&data[..100], 0).unwrap();
         assert_eq!(sink.finish(200).unwrap(), None);
+    }
+
+    /// A block that came early cannot be read back (here the path is wrong): the write still
+    /// succeeds and only the digest is lost.
+    #[test]
+    fn a_failed_read_back_costs_the_digest_not_the_write() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.haul-part");
+        let file = std::fs::File::create(&path).unwrap();
+        let data = vec![9u8; 300_000];
+        let gone = d.path().join("renamed-away");
+        let sink = HashingSink::new(&file, Algorithm::Xxh128, &gone);
+        sink.write_at(&data[150_000..], 150_000).unwrap();
+        sink.write_at(&data[..150_000], 0).unwrap();
+        assert_eq!(sink.finish(data.len() as u64).unwrap(), None);
+        assert_eq!(std::fs::read(&path).unwrap(), data, "every byte was written");
     }
 }
