@@ -3,10 +3,12 @@
 
 use crate::Nanos;
 
-/// The minimum RTT is the smallest sample of the last one to two windows of this length (BBR
-/// keeps its min_rtt for 10 s): long enough that a queue which the rate control keeps filling
-/// does not become the baseline, short enough that a route that got longer is learnt.
-pub(crate) const MIN_RTT_WINDOW: Nanos = 10_000_000_000;
+/// The minimum RTT is the smallest sample of the last one to two windows of this length:
+/// long enough that a queue which the rate control keeps partly filled does not become the
+/// baseline (BBR keeps min_rtt 10 s but drains its queue for it in PROBE_RTT; PLUT has no
+/// such phase, so it waits three times as long for a moment of empty queue), short enough that
+/// a route that got longer is learnt within a minute.
+pub(crate) const MIN_RTT_WINDOW: Nanos = 30_000_000_000;
 
 /// Smoothed RTT and its variation.
 #[derive(Debug, Clone, Copy)]
