@@ -28,6 +28,16 @@ impl Sink for File {
     }
 }
 
+/// Bytes in memory; reads past the end return 0.
+impl Source for Vec<u8> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let at = usize::try_from(offset).map_or(self.len(), |o| o.min(self.len()));
+        let n = buf.len().min(self.len() - at);
+        buf[..n].copy_from_slice(&self[at..at + n]);
+        Ok(n)
+    }
+}
+
 /// An endless source of zero bytes (GridFTP servers expose it as `/dev/zero`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Zero;

@@ -39,17 +39,6 @@ impl Sink for Mem {
     }
 }
 
-struct Slice(Vec<u8>);
-
-impl haul_transport::io::Source for Slice {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let o = (offset as usize).min(self.0.len());
-        let n = buf.len().min(self.0.len() - o);
-        buf[..n].copy_from_slice(&self.0[o..o + n]);
-        Ok(n)
-    }
-}
-
 #[test]
 fn mode_e_parallel_with_reuse() {
     let l = socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
@@ -64,7 +53,7 @@ fn mode_e_parallel_with_reuse() {
         for (i, f) in files.iter().enumerate() {
             let p = Progress::default();
             let last = i + 1 == files.len();
-            mode_e::send(&mut conns, &Slice(f.clone()), &[(0, f.len() as u64)], 64 * 1024, &p, last).unwrap();
+            mode_e::send(&mut conns, f, &[(0, f.len() as u64)], 64 * 1024, &p, last).unwrap();
             assert_eq!(p.bytes(), f.len() as u64);
         }
         files
@@ -96,7 +85,7 @@ fn mode_e_partial_ranges_only() {
     let t = std::thread::spawn(move || {
         let mut conns: Vec<Conn> = vec![Box::new(TcpStream::connect(addr).unwrap())];
         let p = Progress::default();
-        mode_e::send(&mut conns, &Slice(src), &[(100, 5000), (900_000, 1_000_000)], 4096, &p, true).unwrap();
+        mode_e::send(&mut conns, &src, &[(100, 5000), (900_000, 1_000_000)], 4096, &p, true).unwrap();
         p.bytes()
     });
     let (c, _) = l.accept().unwrap();
@@ -137,7 +126,7 @@ fn stream_mode_round_trip() {
     let src = f.clone();
     let t = std::thread::spawn(move || {
         let c: Conn = Box::new(TcpStream::connect(addr).unwrap());
-        stream::send(c, &Slice(src), 0, None, &Progress::default()).unwrap();
+        stream::send(c, &src, 0, None, &Progress::default()).unwrap();
     });
     let (c, _) = l.accept().unwrap();
     let sink = Mem(Default::default());
