@@ -38,6 +38,13 @@ struct Step {
     window_start: Nanos,
 }
 
+/// A control step with fewer than `min_step_datagrams` samples ends after this many RTTs...
+const LONG_STEP_RTTS: Nanos = 8;
+/// ... and at least this long ...
+const LONG_STEP: Nanos = 250_000_000;
+/// ... once it has this many samples.
+const LONG_STEP_SAMPLES: u64 = 16;
+
 /// The sending end of one PLUT session.
 #[derive(Debug)]
 pub struct Sender {
@@ -425,7 +432,11 @@ impl Sender {
         // While probing, every ACK is a step: the probe's doubling is gated on the goodput
         // window having seen the current rate, and the bottleneck shows one ACK sooner.
         let min_elapsed = if self.rate.probing() { 1 } else { self.rtt.srtt() };
-        if elapsed < min_elapsed || samples < self.cfg.min_step_datagrams {
+        // At a low rate (large datagrams, or a rate cut far down) `min_step_datagrams` would
+        // take seconds per step and the controller could not climb back; a step also ends
+        // after `LONG_STEP_RTTS` round trips (at least `LONG_STEP`) with `LONG_STEP_SAMPLES`.
+        let long = elapsed >= (LONG_STEP_RTTS * self.rtt.srtt()).max(LONG_STEP) && samples >= LONG_STEP_SAMPLES;
+        if elapsed < min_elapsed || (samples < self.cfg.min_step_datagrams && !long) {
             return;
         }
         let s = self.step;
@@ -512,6 +523,30 @@ mod tests {
             burst += 1;
         }
         assert_eq!(burst, 1, "paced from the ACK on, not a 2 ms burst");
+    }
+
+    #[test]
+    fn a_slow_sender_still_takes_control_steps() {
+        // 15 datagrams a second (a rate cut to the floor with large datagrams): the 200
+        // datagrams of `min_step_datagrams` would take 13 s; a step ends after ~1 s instead.
+        let cfg = Config { initial_rate: 15.0 * 1472.0, ..Config::default() };
+        let data = vec![7u8; 1 << 20];
+        let mut s = Sender::new(cfg.clone(), data.len() as u64).expect("config");
+        let mut r = crate::Receiver::new(cfg.clone(), data.len() as u64).expect("config");
+        let (mut buf, mut ack, mut sink) = (vec![0u8; cfg.mds], vec![0u8; cfg.mds], Vec::new());
+        let ms = 1_000_000;
+        for t in 0..3_000 {
+            let now = t * ms;
+            while let Some(n) = s.poll_transmit(now, &mut buf, &data[..]).expect("source") {
+                r.handle_datagram(now, &buf[..n], &mut sink).expect("sink");
+            }
+            r.handle_timeout(now);
+            while let Some(n) = r.poll_transmit(now, &mut ack).expect("ack") {
+                s.handle_datagram(now, &ack[..n]);
+            }
+            s.handle_timeout(now);
+        }
+        assert!(s.stats().control_steps >= 1, "no control step in 3 s at 15 datagrams/s");
     }
 
     #[test]

@@ -425,6 +425,14 @@ impl RobbinsMonro {
         if m.offered_rate > 0.0 {
             next = next.min((m.offered_rate * (1.0 + p.headroom)).max(self.rate));
         }
+        // Recovery (haul's): a rate that fell below half the bottleneck it held — a burst of
+        // losses at a receiver that fell behind can cut it to the floor — which the sender
+        // achieves with no excess shortfall doubles per step, as in the probe, up to the
+        // bottleneck estimate. Eq. 3's relative steps (at most ρ₁ = 10 %) would take some
+        // 70 steps back from B/10⁴, each waiting for `min_step_datagrams` at the floor rate.
+        if below && achieved && error <= -0.5 && self.rate < 0.5 * self.bottleneck {
+            next = next.max((self.rate * (1.0 + p.probe_gain)).min(self.bottleneck));
+        }
         // The smoothed shortfall (weight ½) has about 0.6σ of noise: an overrun is clear only
         // well beyond it.
         if excess > (p.overrun * target_excess).max(2.0 * self.sample_sd()) {
@@ -628,6 +636,21 @@ mod tests {
             steps += 1;
         }
         assert!(steps <= 12, "{steps} steps from 60% back to 95% of the bottleneck");
+    }
+
+    #[test]
+    fn a_rate_cut_to_the_floor_doubles_back() {
+        let cap = 100e6;
+        let mut c = settled(50e6, cap, 0.001, 300);
+        c.rate = c.min_rate;
+        let mut steps = 0;
+        while c.rate() < 0.5 * cap && steps < 200 {
+            let r = c.rate();
+            c.update(&path(r, cap, 0.001));
+            steps += 1;
+        }
+        // From B/10^4 of a 1 GB/s NIC to half of a 100 MB/s bottleneck: 10 doublings.
+        assert!(steps <= 12, "{steps} steps from the floor back to half the bottleneck");
     }
 
     #[test]
