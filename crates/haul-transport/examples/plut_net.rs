@@ -12,51 +12,17 @@
 //! the transfer is complete. `PLUT_TRACE=0` turns the trace off; `MDS=n` sets the datagram size
 //! on both ends (default: the path MTU's at the sender, 1472 at the receiver).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use haul_transport::io::{Null, Zero};
 use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, Tuning};
 
-/// Prints `haul_transport::plut` debug events to stderr.
-struct Stderr;
-
-static SPAN: AtomicU64 = AtomicU64::new(1);
-
-struct Fields(String);
-
-impl tracing::field::Visit for Fields {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?} ");
-        } else {
-            let _ = write!(self.0, "{}={value:?} ", field.name());
-        }
-    }
-}
-
-impl tracing::Subscriber for Stderr {
-    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
-        m.target().starts_with("haul_transport::plut") && std::env::var("PLUT_TRACE").map_or(true, |v| v != "0")
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(SPAN.fetch_add(1, Ordering::Relaxed))
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, e: &tracing::Event<'_>) {
-        let mut f = Fields(String::new());
-        e.record(&mut f);
-        eprintln!("{}", f.0.trim_end());
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let _ = tracing::subscriber::set_global_default(Stderr);
+    // The IO layer's trace on stderr, unless PLUT_TRACE=0.
+    if std::env::var("PLUT_TRACE").map_or(true, |v| v != "0") {
+        tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("haul_transport::plut=debug").init();
+    }
     let mut args = std::env::args().skip(1);
     let usage = "usage: plut_net send|recv ADDR:PORT BYTES [NIC_RATE_BITS] [INITIAL_RATE_BITS]";
     let mode = args.next().ok_or(usage)?;

@@ -80,6 +80,19 @@ const MAX_BURST_TIME: u64 = 2_000_000;
 /// RTT adds at most a tenth of the bandwidth-delay product to the bottleneck queue.
 const MAX_BURST_RTT: f64 = 0.1;
 
+/// When the IO thread should wake for the pacing slot `next` (from `poll_transmit`'s
+/// `poll_timeout`) at `now`: slots more than 1 ms away are waited for exactly; nearer ones are
+/// gathered into a batch worth `batch_period` (at most `max_burst` datagrams), which the pacer
+/// lets a late poll send back to back.
+fn wake_at(sender: &haul_plut::Sender, cfg: &Config, tuning: &Tuning, now: u64, next: u64) -> u64 {
+    if next > now + 1_000_000 {
+        return next;
+    }
+    let gap = cfg.mds as f64 / sender.rate().max(1.0) * 1e9;
+    let period = tuning.batch_period.as_nanos() as f64;
+    next + ((period / gap).floor().min(f64::from(cfg.max_burst) - 1.0).max(0.0) * gap) as u64
+}
+
 /// IO-layer settings (the protocol's own tunables are in [`Config`]).
 #[derive(Debug, Clone)]
 pub struct Tuning {
@@ -204,7 +217,6 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
     let mut acks = Batch::new(cfg.mds, 64);
     acks.enable_timestamps(sock);
     let spin = tuning.spin.as_nanos() as u64;
-    let period = tuning.batch_period.as_nanos() as f64;
     let idle = tuning.idle_timeout.as_nanos() as u64;
     let payload = cfg.payload() as u64;
     let mut last_heard = 0;
@@ -254,15 +266,13 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
             progress.bytes.store(first.min(len), std::sync::atomic::Ordering::Relaxed);
             continue;
         }
-        // Wake when a batch worth `period` of pacing slots is due (the pacer lets late
+        // Wake when a batch worth `batch_period` of pacing slots is due (the pacer lets late
         // polls catch up in a burst), or at the RTO, or when an ACK arrives.
         let Some(next) = sender.poll_timeout() else {
             batch::readable(sock, 10_000_000).map_err(io_err("waiting for ACKs"))?;
             continue;
         };
-        let gap = cfg.mds as f64 / sender.rate().max(1.0) * 1e9;
-        let ahead = ((period / gap).floor().min(f64::from(cfg.max_burst) - 1.0).max(0.0) * gap) as u64;
-        let deadline = if next > now + 1_000_000 { next } else { next + ahead };
+        let deadline = wake_at(&sender, cfg, tuning, now, next);
         if batch::wait(sock, &clock, deadline, spin).map_err(io_err("pacing"))? == Woke::Readable {
             continue;
         }

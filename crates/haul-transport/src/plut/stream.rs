@@ -14,7 +14,7 @@ use std::time::Duration;
 use haul_plut::{Config, Nanos, ReceiverStats, SenderStats, Verdict};
 
 use super::batch::{self, Batch, Clock, Woke};
-use super::{io_err, trace, PlutError, Stats, Tuning};
+use super::{io_err, trace, wake_at, PlutError, Stats, Tuning};
 
 /// Bytes of the virtual file a stream travels in: more than any stream sends.
 const STREAM_SPAN: u64 = 1 << 60;
@@ -237,10 +237,7 @@ impl<S: haul_plut::Source> StreamSender<S> {
             batch::readable(&self.sock, 10_000_000).map_err(io_err("waiting for ACKs"))?;
             return Ok(false);
         };
-        let gap = self.cfg.mds as f64 / self.sender.rate().max(1.0) * 1e9;
-        let period = self.tuning.batch_period.as_nanos() as f64;
-        let ahead = ((period / gap).floor().min(f64::from(self.cfg.max_burst) - 1.0).max(0.0) * gap) as u64;
-        let deadline = if next > now + 1_000_000 { next } else { next + ahead };
+        let deadline = wake_at(&self.sender, &self.cfg, &self.tuning, now, next);
         if batch::wait(&self.sock, &self.clock, deadline, self.tuning.spin.as_nanos() as u64).map_err(io_err("pacing"))? == Woke::Deadline {
             self.tr.woke(deadline, self.clock.now());
         }
