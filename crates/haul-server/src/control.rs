@@ -7,7 +7,6 @@
 //! waits for input, so a pipelining client gets `226`, `213` and the next `125` in one segment
 //! instead of three.
 
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::sync::Arc;
@@ -40,8 +39,8 @@ pub struct Control {
     stream: Stream,
     tcp: TcpStream,
     lines: LineBuffer,
-    /// Inputs taken from `lines` by [`Control::peek_line`], not yet handed out.
-    queued: VecDeque<Input>,
+    /// The input [`Control::peek_line`] took from `lines`, not yet handed out.
+    peeked: Option<Input>,
     /// Encoded replies not yet written.
     out: Vec<u8>,
 }
@@ -56,7 +55,7 @@ impl Control {
             stream: Stream::Plain(tcp.try_clone()?),
             tcp,
             lines: LineBuffer::new(MAX_LINE),
-            queued: VecDeque::new(),
+            peeked: None,
             out: Vec::new(),
         })
     }
@@ -114,7 +113,7 @@ impl Control {
 
     /// Takes a complete line already buffered, if any.
     fn buffered(&mut self) -> Option<Input> {
-        if let Some(i) = self.queued.pop_front() {
+        if let Some(i) = self.peeked.take() {
             return Some(i);
         }
         match self.lines.next_line() {
@@ -154,7 +153,7 @@ impl Control {
     /// The next command line if the client has already sent it, without waiting for one: a
     /// line already buffered, or (on a plain connection) one already in the socket.
     pub fn peek_line(&mut self) -> Option<&str> {
-        if self.queued.is_empty() {
+        if self.peeked.is_none() {
             let mut next = self.buffered();
             if next.is_none() {
                 if let Stream::Plain(s) = &self.stream {
@@ -168,9 +167,9 @@ impl Control {
                     }
                 }
             }
-            self.queued.extend(next);
+            self.peeked = next;
         }
-        match self.queued.front() {
+        match &self.peeked {
             Some(Input::Line(l)) => Some(l),
             _ => None,
         }
@@ -180,7 +179,7 @@ impl Control {
     /// clear text are refused rather than trusted (RFC 4217 §4).
     pub fn upgrade(&mut self, cfg: Arc<rustls::ServerConfig>) -> io::Result<()> {
         self.flush()?;
-        if self.lines.pending() > 0 || !self.queued.is_empty() {
+        if self.lines.pending() > 0 || self.peeked.is_some() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "clear-text commands pipelined after AUTH TLS"));
         }
         let tls = tls::accept(cfg, self.tcp.try_clone()?)?;

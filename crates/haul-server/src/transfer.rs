@@ -532,8 +532,9 @@ impl Session<'_> {
         };
         let len = got.ranges().last().map_or(0, |r| r.1);
         let digest = match hashing {
-            Some(h) if got.covers(len) => h.finish(len).ok().flatten(),
-            _ => None,
+            // None unless every byte of [0, len) was hashed.
+            Some(h) => h.finish(len).ok().flatten(),
+            None => None,
         };
         drop(file);
         if path == part {

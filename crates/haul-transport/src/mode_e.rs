@@ -101,13 +101,13 @@ pub fn send(
     if conns.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "MODE E send needs at least one data connection"));
     }
-    let block = block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize);
+    // Blocks as large as asked (within MODE E's bounds), but no larger than what is to be sent:
+    // a small file should not cost a whole block.
+    let total: u64 = ranges.iter().map(|(a, b)| b.saturating_sub(*a)).sum();
+    let block = (total.min(block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize) as u64) as usize).max(1);
     let cursor = Mutex::new(Cursor { ranges: ranges.to_vec(), idx: 0, at: 0, block: block as u64 });
     let abort = AtomicBool::new(false);
     let eods = conns.len() as u64;
-    // No larger than what is to be sent: a small file should not cost a whole block.
-    let total: u64 = ranges.iter().map(|(a, b)| b.saturating_sub(*a)).sum();
-    let block = (total.min(block as u64) as usize).max(1);
     if let [conn] = conns {
         // One stream (a pipelined small file, usually): send on the caller's thread, with its
         // reused buffer, rather than spawning a thread per file.
