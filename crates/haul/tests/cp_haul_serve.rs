@@ -122,10 +122,12 @@ fn tune_searches_concurrency_on_the_live_transfer_and_records_it() {
     let s = serve(&root, &["--anonymous"]);
     let hist = dir.path().join("h.sqlite");
     let out_dir = dir.path().join("out");
-    // A per-file cap of 10 MB/s makes files in flight pay off and keeps the copy long enough
-    // (about 8 s at concurrency 1) for samples to end even when readings are noisy.
+    // A per-file cap of 4 MB/s makes files in flight pay off and keeps the copy long enough for
+    // search samples (0.4 s settle + a 1 s window each) to end even when readings are noisy:
+    // with 10 MB/s the copy took ~2.3 s once small files got cheaper, and sometimes ended
+    // before the first sample did.
     let out = cp(
-        &["--tune", "--json", "--sample-ms", "100", "-r", "-p", "1", "--pipeline", "4", "--max-rate", "10M", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
+        &["--tune", "--json", "--sample-ms", "100", "-r", "-p", "1", "--pipeline", "4", "--max-rate", "4M", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
         &hist,
     );
     assert!(out.status.success());
