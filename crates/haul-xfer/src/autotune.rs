@@ -23,6 +23,11 @@ pub trait Tunable {
     /// The highest throughput the search has seen, bits per second, offered when it converges:
     /// a lower bound on the path's bandwidth for the file clustering's BDP.
     fn observe_bandwidth(&self, _bps: f64) {}
+    /// Sessions running now, if known. After a decrease the extra sessions leave only at the
+    /// end of their batches; until then the transfer still runs at the old level.
+    fn channels(&self) -> Option<u32> {
+        None
+    }
 }
 
 impl Tunable for crate::Transfer {
@@ -39,6 +44,9 @@ impl Tunable for crate::Transfer {
         if self.set_bandwidth(bps) {
             tracing::info!("clusters re-formed for a measured {bps:.0} bit/s");
         }
+    }
+    fn channels(&self) -> Option<u32> {
+        Some(crate::Transfer::channels(self))
     }
 }
 
@@ -68,6 +76,14 @@ pub struct AutoTuneConfig {
     /// window halves AR(2)'s error but slows the search to ~12.6 s, so the default 1.0 s keeps
     /// it under 10 s (docs/tuning.md, "Minimum window").
     pub min_window_s: f64,
+    /// After the search lowers the concurrency, seconds to wait for the extra sessions to
+    /// finish their batches before the lower level is measured. A level still not in effect by
+    /// then (a session busy with a big file) counts as no better than the levels around it:
+    /// the search does not step down to channels it cannot release. Before this, a search on a
+    /// tree with 0.7–1 GB files "measured" cc 1 at the full rate of the 3–4 sessions still
+    /// running, settled there, and ran the rest of the transfer at 280–490 Mb/s. 0 measures a
+    /// lowered level at once, as before.
+    pub drain_s: f64,
 }
 
 impl Default for AutoTuneConfig {
@@ -80,6 +96,7 @@ impl Default for AutoTuneConfig {
             settle_s: 0.4,
             watch_s: 1.0,
             min_window_s: 1.0,
+            drain_s: 3.0,
         }
     }
 }
@@ -116,15 +133,41 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     let mut rebased = false;
     let mut readings = Vec::new();
     let mut peak = 0.0f64;
+    // After a decrease: the transfer time by which the extra sessions should have left, and
+    // whether a reading has been dropped waiting for them.
+    let mut drain: Option<(f64, bool)> = None;
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
         let Some(s) = t.next_sample(wait) else { continue };
-        if skip > 0 {
+        let mut unmeasurable = false;
+        if let Some((until, waited)) = drain {
+            if t.channels().is_some_and(|c| c > decision.cc()) {
+                // A converged level waits as long as it takes, so that the watch reference is
+                // taken at that level; a search sample gives up at `until`.
+                if s.t_s < until || matches!(decision, Decision::Run(_)) {
+                    drain = Some((until, true));
+                    continue;
+                }
+                drain = None;
+                unmeasurable = true;
+            } else {
+                drain = None;
+                if waited {
+                    // The change took effect only now: settle from here.
+                    skip = settle;
+                }
+            }
+        }
+        if unmeasurable {
+            tracing::info!("tuner: concurrency {} not in effect after {:.1} s; not stepping down", decision.cc(), cfg.drain_s);
+        } else if skip > 0 {
             skip -= 1;
             continue;
+        } else {
+            readings.push(s.bps);
         }
-        readings.push(s.bps);
         let estimate = match decision {
+            _ if unmeasurable => Some(0.0),
             // After convergence, each window's mean is a watch sample for re-tuning; the first
             // one re-bases the reference.
             Decision::Run(_) if readings.len() >= window => {
@@ -167,6 +210,9 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
             if next.cc() != measured {
                 t.set_concurrency(next.cc());
                 skip = settle;
+                if next.cc() < measured && cfg.drain_s > 0.0 {
+                    drain = Some((s.t_s + cfg.drain_s, false));
+                }
             }
         }
         if matches!(next, Decision::Run(_)) && matches!(decision, Decision::Measure(_)) {
@@ -234,5 +280,76 @@ mod tests {
         let trace = s.trace.borrow();
         let at = trace.iter().find(|(t, _)| *t >= 29.9).map(|x| x.1).unwrap();
         assert!(curve(at, 30.0) >= 0.85 * 5e8, "at 30 s running {at} channels");
+    }
+
+    /// Sessions leave only after `linger` seconds (a big file each): a lower target is not in
+    /// effect until then. Each running session gets 500 Mb/s of a 1 Gb/s link.
+    struct Lingering {
+        target: Cell<u32>,
+        running: Cell<u32>,
+        lowered_at: Cell<f64>,
+        linger: f64,
+        t: Cell<f64>,
+        trace: std::cell::RefCell<Vec<(f64, u32)>>,
+    }
+
+    impl Tunable for Lingering {
+        fn set_concurrency(&self, n: u32) {
+            if n < self.target.get() {
+                self.lowered_at.set(self.t.get());
+            } else {
+                self.running.set(n);
+            }
+            self.target.set(n);
+        }
+        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
+            let t = self.t.get() + 0.1;
+            self.t.set(t);
+            if self.running.get() > self.target.get() && t - self.lowered_at.get() >= self.linger {
+                self.running.set(self.target.get());
+            }
+            self.trace.borrow_mut().push((t, self.running.get()));
+            let bps = (f64::from(self.running.get()) * 5e8).min(1e9);
+            Some(Sample { t_s: t, bytes: (bps * 0.1 / 8.0) as u64, bps })
+        }
+        fn finished(&self) -> bool {
+            self.t.get() >= 60.0
+        }
+        fn channels(&self) -> Option<u32> {
+            Some(self.running.get())
+        }
+    }
+
+    #[test]
+    fn does_not_step_down_to_channels_it_cannot_release() {
+        // Two sessions fill the link; one cannot. Every level >= 2 reads 1 Gb/s, so a search
+        // that believed a lowered target at once would "measure" cc 1 at 1 Gb/s (the old
+        // sessions still running) and settle there, at half the link once they leave.
+        let run = |linger: f64, drain_s: f64| {
+            let s = Lingering {
+                target: Cell::new(0),
+                running: Cell::new(0),
+                lowered_at: Cell::new(0.0),
+                linger,
+                t: Cell::new(0.0),
+                trace: Default::default(),
+            };
+            let cfg = AutoTuneConfig { drain_s, search: ConcurrencyConfig { start: 4, ..Default::default() }, ..Default::default() };
+            let steps = drive(&s, &cfg, 0.1).unwrap();
+            let late: Vec<u32> = s.trace.borrow().iter().filter(|(t, _)| *t > 10.0).map(|x| x.1).collect();
+            (steps, late)
+        };
+        // Sessions that linger 8 s: the 3 s drain wait gives up, and the search stays at >= 2.
+        let (steps, late) = run(8.0, 3.0);
+        assert!(steps.iter().any(|x| x.converged), "{steps:?}");
+        assert!(late.iter().all(|&c| c >= 2), "ran at one session after 10 s: {steps:?}");
+        // Without the wait the same search settles on cc 1 and runs at half the link until a
+        // re-tune notices: the test can fail.
+        let (steps, late) = run(8.0, 0.0);
+        assert!(late.contains(&1), "{steps:?}");
+        // Sessions that leave within the wait are measured at the lower level, which is then
+        // seen for what it is (half the link) and not chosen either.
+        let (steps, late) = run(1.0, 3.0);
+        assert!(late.iter().all(|&c| c >= 2), "{steps:?}");
     }
 }

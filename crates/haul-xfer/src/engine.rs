@@ -130,6 +130,9 @@ struct Shared {
     opts: Options,
     queue: Mutex<Queues>,
     concurrency: AtomicU32,
+    /// Sessions running: above `concurrency` for a while after a decrease, since a session
+    /// leaves only at the end of its batch.
+    channels: AtomicU32,
     parallelism: AtomicU32,
     /// Set once [`Transfer::set_parallelism`] overrides the per-cluster parallelism.
     parallelism_set: AtomicBool,
@@ -158,6 +161,7 @@ impl Transfer {
         let shared = Arc::new(Shared {
             route,
             concurrency: AtomicU32::new(opts.concurrency.max(1)),
+            channels: AtomicU32::new(0),
             parallelism: AtomicU32::new(opts.parallelism.clamp(1, 64)),
             queue: Mutex::new(match opts.clustering {
                 Some(c) => Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline),
@@ -184,6 +188,12 @@ impl Transfer {
     /// Changes the number of files in flight; takes effect at the next batch boundary.
     pub fn set_concurrency(&self, n: u32) {
         self.shared.concurrency.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Sessions running now. After [`Transfer::set_concurrency`] lowers the target, this stays
+    /// above it until the extra sessions finish their batches (a big file keeps its session).
+    pub fn channels(&self) -> u32 {
+        self.shared.channels.load(Ordering::Relaxed)
     }
 
     /// Changes the streams per file; takes effect at each session's next batch.
@@ -249,6 +259,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
                 *slot = Some(std::thread::spawn(move || worker(s, i)));
             }
         }
+        shared.channels.store(slots.iter().filter(|s| s.is_some()).count() as u32, Ordering::Relaxed);
         let now = Instant::now();
         if now >= next_sample {
             let b = total_bytes(&shared);

@@ -119,27 +119,37 @@ fn tune_searches_concurrency_on_the_live_transfer_and_records_it() {
     for i in 0..400u64 {
         fs::write(tree.join(format!("f{i:03}")), random_bytes((64 << 10) | ((i as usize * 977) % 300_000), i)).unwrap();
     }
+    // Files under 1 kB are below one BDP on any path (the BDP is at least one 1500-byte packet),
+    // and on loopback (RTT well under 0.5 ms, 1 Gb/s prior) the 64 kB+ files are at or above it,
+    // so the tree makes at least two clusters.
+    let tiny: Vec<String> = (0..40).map(|i| format!("t{i:02}")).collect();
+    for (i, name) in tiny.iter().enumerate() {
+        fs::write(tree.join(name), random_bytes(100 + i * 20, 1000 + i as u64)).unwrap();
+    }
     let s = serve(&root, &["--anonymous"]);
     let hist = dir.path().join("h.sqlite");
     let out_dir = dir.path().join("out");
-    // A per-file cap of 4 MB/s makes files in flight pay off and keeps the copy long enough for
-    // search samples (0.4 s settle + a 1 s window each) to end even when readings are noisy:
-    // with 10 MB/s the copy took ~2.3 s once small files got cheaper, and sometimes ended
-    // before the first sample did.
+    // A per-file cap of 1 MB/s makes files in flight pay off and keeps the copy (~4 s) long
+    // enough for search samples (0.4 s settle + a 1 s window each) to end even when readings
+    // are noisy: at 10 MB/s, and at 4 MB/s once the search started at one channel per cluster,
+    // the copy took under 2.3 s and sometimes ended before the first sample did.
     let out = cp(
-        &["--tune", "--json", "--sample-ms", "100", "-r", "-p", "1", "--pipeline", "4", "--max-rate", "4M", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
+        &["--tune", "--json", "--sample-ms", "100", "-r", "-p", "1", "--pipeline", "4", "--max-rate", "1M", &format!("ftp://{}/tree", s.addr), out_dir.to_str().unwrap()],
         &hist,
     );
     assert!(out.status.success());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(j["verified_files"], 400);
+    assert_eq!(j["verified_files"], 440);
     let steps = j["tuning"].as_array().expect("tuning steps in the summary");
     assert!(!steps.is_empty(), "the search measured at least one level");
-    assert_eq!(steps[0]["concurrency"], 1, "a host pair without history starts at 1");
-    assert!(steps.iter().any(|s| s["next"].as_u64().unwrap() > 1), "the search raised concurrency");
-    for i in 0..400u64 {
-        let name = format!("f{i:03}");
-        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap());
+    // Without history the search starts at one channel per file-size cluster.
+    let clusters = j["clusters"].as_array().expect("clusters in the summary").len() as u64;
+    assert!(clusters >= 2, "{}", j["clusters"]);
+    let start = steps[0]["concurrency"].as_u64().unwrap();
+    assert_eq!(start, clusters, "a host pair without history starts at one channel per cluster");
+    assert!(steps.iter().any(|s| s["next"].as_u64().unwrap() > start), "the search raised concurrency");
+    for name in (0..400u64).map(|i| format!("f{i:03}")).chain(tiny) {
+        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
     }
     let shown = Command::new(env!("CARGO_BIN_EXE_haul")).args(["history", "--json", "--history"]).arg(&hist).output().unwrap();
     assert!(String::from_utf8_lossy(&shown.stdout).contains("\"tuning\""), "the search is kept in the history");

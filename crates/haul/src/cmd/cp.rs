@@ -203,7 +203,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
         let view = Watched { t: &t, bar: bar.as_ref(), total };
         match &tune_cfg {
-            Some(cfg) => tuning = autotune::drive(&view, cfg, opts.sample_interval.as_secs_f64())?,
+            Some((cfg, from_history)) => {
+                let cfg = if *from_history { cfg.clone() } else { start_at_clusters(cfg, &t) };
+                tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
+            }
             None => {
                 while !view.finished() {
                     view.show();
@@ -279,6 +282,9 @@ impl autotune::Tunable for Watched<'_> {
     fn observe_bandwidth(&self, bps: f64) {
         self.t.observe_bandwidth(bps);
     }
+    fn channels(&self) -> Option<u32> {
+        Some(self.t.channels())
+    }
 }
 
 /// The path the clusters are sized for: the control-channel RTT to the remote end (for
@@ -298,14 +304,31 @@ fn path_estimate(src: &Endpoint, dst: &Endpoint, args: &Args, tls: Option<&Clien
     best.ok_or_else(|| anyhow::anyhow!("no remote end to measure"))
 }
 
-/// The tuner's settings: start from the best concurrency this host pair has seen.
-fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> autotune::AutoTuneConfig {
+/// The tuner's settings: start from the best concurrency this host pair has seen (true when
+/// the history had one).
+fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTuneConfig, bool) {
     let mut cfg = autotune::AutoTuneConfig::default();
     cfg.search.cap = args.tune_cap.max(1);
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     let best = Store::open(&path).ok().and_then(|s| s.best_for_host_pair(&host_of(src), &host_of(dst), "cp").ok().flatten());
-    if let Some(c) = best.and_then(|r| r.params.concurrency) {
-        cfg.search.start = c.clamp(1, cfg.search.cap);
+    match best.and_then(|r| r.params.concurrency) {
+        Some(c) => {
+            cfg.search.start = c.clamp(1, cfg.search.cap);
+            (cfg, true)
+        }
+        None => (cfg, false),
+    }
+}
+
+/// Without history, the search starts at the number of file-size clusters rather than 1: the
+/// smallest concurrency at which Multi-Cluster runs every cluster at once, one channel each
+/// (Alg. 1 of 003). Without clustering it stays at 1.
+fn start_at_clusters(cfg: &autotune::AutoTuneConfig, t: &Transfer) -> autotune::AutoTuneConfig {
+    let mut cfg = cfg.clone();
+    let clusters = t.clusters().0.len() as u32;
+    cfg.search.start = cfg.search.start.max(clusters).clamp(1, cfg.search.cap);
+    if clusters > 1 {
+        tracing::info!("tuner: no history for this host pair; starting at {clusters} channels, one per cluster");
     }
     cfg
 }
