@@ -36,23 +36,24 @@ fn set_cc(s: &TcpStream, cc: &str) {
     );
 }
 
-/// Locks the send buffer at `bytes` (the kernel doubles it for bookkeeping).
+/// Locks the send buffer at `bytes` (the kernel doubles it for bookkeeping). FORCE (root, as
+/// every namespace test is) so that `net.core.wmem_max` cannot silently shrink it.
 fn set_sndbuf(s: &TcpStream, bytes: i32) {
     // SAFETY: setsockopt with a valid int option value.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
+            libc::SO_SNDBUFFORCE,
             (&bytes as *const i32).cast(),
             4,
         )
     };
-    assert_eq!(r, 0, "SO_SNDBUF: {}", std::io::Error::last_os_error());
+    assert_eq!(r, 0, "SO_SNDBUFFORCE: {}", std::io::Error::last_os_error());
 }
 
-/// The sender's congestion window in packets (TCP_INFO).
-fn cwnd(s: &TcpStream) -> u32 {
+/// The sender's congestion window and packets in flight (TCP_INFO).
+fn cwnd(s: &TcpStream) -> (u32, u32) {
     // SAFETY: tcp_info is plain data; the kernel fills at most `len` bytes.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as u32;
@@ -66,7 +67,7 @@ fn cwnd(s: &TcpStream) -> u32 {
         )
     };
     assert_eq!(r, 0, "TCP_INFO: {}", std::io::Error::last_os_error());
-    info.tcpi_snd_cwnd
+    (info.tcpi_snd_cwnd, info.tcpi_unacked)
 }
 
 fn mss(s: &TcpStream) -> f64 {
@@ -135,13 +136,15 @@ fn flow_vs_mathis(prefix: &str, cc: &str, loss: LossModel) -> Option<Fit> {
     set_cc(&client, cc);
     let mss = mss(&client);
     let w_mathis = 1.5f64.sqrt() / p.sqrt(); // packets
-    // About 4× the equilibrium window in flight: the kernel doubles the value for skb overhead.
+    // About 3× the equilibrium window in flight: the kernel doubles the value, and skb overhead
+    // takes some of that.
     set_sndbuf(&client, (2.0 * w_mathis * mss) as i32);
     let chunk = vec![7u8; 64 << 10];
     let start = Instant::now();
-    // Slow start runs into the cap during the warm-up, so the warm-up's largest window is what
-    // the cap allows; the measured part's largest window must stay clear of it.
-    let (mut cwnd_cap, mut cwnd_max) = (0, 0);
+    // Slow start runs into the cap during the warm-up, so the most packets in flight then is
+    // what the cap allows (cwnd itself may grow to twice that in slow start); the measured
+    // part's largest window must stay clear of it.
+    let (mut cap, mut cwnd_max) = (0, 0);
     let ab = |tb: &haul_netem::Testbed| {
         let st = &tb.stats()[0].ab.stats;
         (st.drop_loss, st.rx_packets)
@@ -149,9 +152,9 @@ fn flow_vs_mathis(prefix: &str, cc: &str, loss: LossModel) -> Option<Fit> {
     let mut at_warmup = None;
     while start.elapsed() < total {
         client.write_all(&chunk).expect("write");
-        let w = cwnd(&client);
+        let (w, in_flight) = cwnd(&client);
         if start.elapsed() < warmup {
-            cwnd_cap = cwnd_cap.max(w);
+            cap = cap.max(in_flight);
         } else {
             at_warmup.get_or_insert_with(|| ab(&tb));
             cwnd_max = cwnd_max.max(w);
@@ -172,7 +175,7 @@ fn flow_vs_mathis(prefix: &str, cc: &str, loss: LossModel) -> Option<Fit> {
     eprintln!(
         "{cc} {loss:?}: {:.1} Mb/s; Mathis {:.1} Mb/s at p = {p}, ratio {:.2}; {lost} losses in \
          {packets} packets measured (p = {p_seen:.2e}): Mathis {:.1} Mb/s, ratio {:.2}; MSS {mss}, \
-         largest cwnd {cwnd_max} packets (equilibrium {w_mathis:.0}, cap {cwnd_cap})",
+         largest cwnd {cwnd_max} packets (equilibrium {w_mathis:.0}, cap {cap} in flight)",
         measured / 1e6,
         mathis(p) / 1e6,
         fit.configured,
@@ -181,8 +184,8 @@ fn flow_vs_mathis(prefix: &str, cc: &str, loss: LossModel) -> Option<Fit> {
     );
     // Losses, not the buffer cap, must be what holds the window.
     assert!(
-        (cwnd_max as f64) < 0.8 * cwnd_cap as f64,
-        "cwnd reached {cwnd_max} packets, near the buffer cap of {cwnd_cap}"
+        (cwnd_max as f64) < 0.8 * cap as f64,
+        "cwnd reached {cwnd_max} packets, near the buffer cap of {cap} in flight"
     );
     Some(fit)
 }

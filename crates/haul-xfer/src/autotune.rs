@@ -116,6 +116,9 @@ pub struct TuneStep {
     pub next: u32,
     /// True once the search had converged.
     pub converged: bool,
+    /// True if the level was never in effect (sessions above it still busy after `drain_s`):
+    /// the estimate of 0 is the search's "no better", not a measurement.
+    pub not_in_effect: bool,
 }
 
 /// Drives `t` until it ends; returns every search step.
@@ -133,23 +136,33 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     let mut rebased = false;
     let mut readings = Vec::new();
     let mut peak = 0.0f64;
-    // After a decrease: the transfer time by which the extra sessions should have left, and
-    // whether a reading has been dropped waiting for them.
+    // While more sessions run than the level asks for: the transfer time at which a search
+    // sample gives up waiting for them, and whether a reading has been dropped meanwhile. The
+    // first sample checks too, since the engine may have opened its own `concurrency` first.
     let mut drain: Option<(f64, bool)> = None;
+    let mut first = true;
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
         let Some(s) = t.next_sample(wait) else { continue };
+        if std::mem::take(&mut first) && cfg.drain_s > 0.0 && t.channels().is_some_and(|c| c > decision.cc()) {
+            drain = Some((s.t_s + cfg.drain_s, false));
+        }
         let mut unmeasurable = false;
         if let Some((until, waited)) = drain {
             if t.channels().is_some_and(|c| c > decision.cc()) {
-                // A converged level waits as long as it takes, so that the watch reference is
-                // taken at that level; a search sample gives up at `until`.
-                if s.t_s < until || matches!(decision, Decision::Run(_)) {
+                // A search sample gives up at `until`; a converged level waits longer (5×
+                // `drain_s` in all) so that its watch reference is taken at that level, but not
+                // so long that one big file turns re-tuning off.
+                let give_up = match decision {
+                    Decision::Run(_) => until + 4.0 * cfg.drain_s,
+                    Decision::Measure(_) => until,
+                };
+                if s.t_s < give_up {
                     drain = Some((until, true));
                     continue;
                 }
                 drain = None;
-                unmeasurable = true;
+                unmeasurable = matches!(decision, Decision::Measure(_));
             } else {
                 drain = None;
                 if waited {
@@ -202,6 +215,7 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
                 readings: readings.len(),
                 next: next.cc(),
                 converged: search.phase() == Phase::Finished,
+                not_in_effect: unmeasurable,
             });
         }
         if next.cc() != measured || matches!(next, Decision::Measure(_)) {
@@ -210,7 +224,10 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
             if next.cc() != measured {
                 t.set_concurrency(next.cc());
                 skip = settle;
-                if next.cc() < measured && cfg.drain_s > 0.0 {
+                // Sessions above the new level (left over from any earlier, higher level, even
+                // when this is a step up from a level that never took effect) leave only at the
+                // end of their batches.
+                if cfg.drain_s > 0.0 && t.channels().is_some_and(|c| c > next.cc()) {
                     drain = Some((s.t_s + cfg.drain_s, false));
                 }
             }
@@ -295,8 +312,11 @@ mod tests {
 
     impl Tunable for Lingering {
         fn set_concurrency(&self, n: u32) {
-            if n < self.target.get() {
-                self.lowered_at.set(self.t.get());
+            if n < self.running.get() {
+                // Sessions already on their way out keep their original deadline.
+                if self.running.get() == self.target.get() {
+                    self.lowered_at.set(self.t.get());
+                }
             } else {
                 self.running.set(n);
             }
@@ -342,6 +362,7 @@ mod tests {
         // Sessions that linger 8 s: the 3 s drain wait gives up, and the search stays at >= 2.
         let (steps, late) = run(8.0, 3.0);
         assert!(steps.iter().any(|x| x.converged), "{steps:?}");
+        assert!(steps.iter().any(|x| x.not_in_effect && x.estimate_bps == 0.0), "{steps:?}");
         assert!(late.iter().all(|&c| c >= 2), "ran at one session after 10 s: {steps:?}");
         // Without the wait the same search settles on cc 1 and runs at half the link until a
         // re-tune notices: the test can fail.
