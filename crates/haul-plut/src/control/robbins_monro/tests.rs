@@ -103,6 +103,18 @@ fn settled(start: f64, cap: f64, p: f64, steps: usize) -> RobbinsMonro {
     c
 }
 
+/// Steps on the deterministic path until the rate reaches `target` (at most `limit` steps);
+/// returns how many it took.
+fn steps_to_reach(c: &mut RobbinsMonro, target: f64, cap: f64, p: f64, limit: usize) -> usize {
+    let mut steps = 0;
+    while c.rate() < target && steps < limit {
+        let r = c.rate();
+        c.update(&path(r, cap, p));
+        steps += 1;
+    }
+    steps
+}
+
 #[test]
 fn a_pacer_undershoot_does_not_walk_the_rate_down() {
     // Before: Eq. 3 stepped from the measured rate, so a 3% undershoot took 3% off at
@@ -184,12 +196,7 @@ fn a_rate_far_below_the_bottleneck_climbs_back_quickly() {
     let cap = 100e6;
     let mut c = settled(50e6, cap, 0.001, 300);
     c.rate = 0.6 * cap;
-    let mut steps = 0;
-    while c.rate() < 0.95 * cap && steps < 100 {
-        let r = c.rate();
-        c.update(&path(r, cap, 0.001));
-        steps += 1;
-    }
+    let steps = steps_to_reach(&mut c, 0.95 * cap, cap, 0.001, 100);
     assert!(steps <= 12, "{steps} steps from 60% back to 95% of the bottleneck");
 }
 
@@ -198,12 +205,7 @@ fn a_rate_cut_to_the_floor_doubles_back() {
     let cap = 100e6;
     let mut c = settled(50e6, cap, 0.001, 300);
     c.rate = c.min_rate;
-    let mut steps = 0;
-    while c.rate() < 0.5 * cap && steps < 200 {
-        let r = c.rate();
-        c.update(&path(r, cap, 0.001));
-        steps += 1;
-    }
+    let steps = steps_to_reach(&mut c, 0.5 * cap, cap, 0.001, 200);
     // From B/10^4 of a 1 GB/s NIC to half of a 100 MB/s bottleneck: 10 doublings.
     assert!(steps <= 12, "{steps} steps from the floor back to half the bottleneck");
 }
@@ -230,12 +232,7 @@ fn kesten_keeps_the_step_large_while_the_error_keeps_its_sign() {
         let r = c.rate();
         c.update(&path(r, 100e6, 0.0));
     }
-    let mut steps = 0;
-    while c.rate() < 0.9 * 1e9 && steps < 200 {
-        let r = c.rate();
-        c.update(&path(r, 1e10, 0.0));
-        steps += 1;
-    }
+    let steps = steps_to_reach(&mut c, 0.9 * 1e9, 1e10, 0.0, 200);
     assert!(c.steps() <= 2, "k grew to {}", c.steps());
     assert!(steps < 40, "{steps} steps from 100 MB/s to 900 MB/s");
 }
