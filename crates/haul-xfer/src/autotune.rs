@@ -141,15 +141,16 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     // first sample checks too, since the engine may have opened its own `concurrency` first.
     let mut drain: Option<(f64, bool)> = None;
     let mut first = true;
+    let crowded = |cc: u32| t.channels().is_some_and(|c| c > cc);
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
         let Some(s) = t.next_sample(wait) else { continue };
-        if std::mem::take(&mut first) && cfg.drain_s > 0.0 && t.channels().is_some_and(|c| c > decision.cc()) {
+        if std::mem::take(&mut first) && cfg.drain_s > 0.0 && crowded(decision.cc()) {
             drain = Some((s.t_s + cfg.drain_s, false));
         }
         let mut unmeasurable = false;
         if let Some((until, waited)) = drain {
-            if t.channels().is_some_and(|c| c > decision.cc()) {
+            if crowded(decision.cc()) {
                 // A search sample gives up at `until`; a converged level waits longer (5×
                 // `drain_s` in all) so that its watch reference is taken at that level, but not
                 // so long that one big file turns re-tuning off.
@@ -227,7 +228,7 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
                 // Sessions above the new level (left over from any earlier, higher level, even
                 // when this is a step up from a level that never took effect) leave only at the
                 // end of their batches.
-                if cfg.drain_s > 0.0 && t.channels().is_some_and(|c| c > next.cc()) {
+                if cfg.drain_s > 0.0 && crowded(next.cc()) {
                     drain = Some((s.t_s + cfg.drain_s, false));
                 }
             }
