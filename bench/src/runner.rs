@@ -151,6 +151,9 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
         }
     };
     env.vars.insert("haul".into(), haul_s);
+    // `haul netem` with this run's state directory, so a contender or setup command can change
+    // the running link (`{netem} set a-b --rate 5gbit`) or read its counters.
+    env.vars.insert("netem".into(), netem.join(" "));
     env.vars.insert("tmp".into(), tmp.path().display().to_string());
     let bench = std::env::current_exe().context("cannot locate haul-bench itself")?;
     env.vars.insert("bench".into(), bench.display().to_string());
