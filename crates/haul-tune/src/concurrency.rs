@@ -244,12 +244,18 @@ impl ConcurrencySearch {
                         && ((throughput - self.reference) / self.reference).abs() > r.threshold;
                     self.drift = if moved { self.drift + 1 } else { 0 };
                     if self.drift >= r.consecutive.max(1) {
-                        // Restart Alg. 3 from half the current level so both directions are open.
+                        // Restart Alg. 3 with a fresh memo. After a drop (cross traffic, or a
+                        // cluster of the dataset running out) more channels are the likely cure,
+                        // so doubling starts from the current level, and Seeking still steps
+                        // down if that is no better. After a rise, fewer channels may do: start
+                        // from half the level so both directions are open.
                         self.retunes += 1;
                         self.drift = 0;
                         self.thr.clear();
                         self.phase = Phase::FastIncrease;
-                        self.cc = (self.cc / 2).max(1);
+                        if throughput > self.reference {
+                            self.cc = (self.cc / 2).max(1);
+                        }
                     }
                 }
             }

@@ -230,3 +230,46 @@ fn rebase_moves_the_retune_reference_only_after_convergence() {
     assert!(matches!(s.next(300.0).unwrap(), Decision::Measure(_)), "40% off twice: re-tune");
     assert_eq!(s.retunes(), 1);
 }
+
+/// Converges on `before`, then switches to `after`; returns the first level measured after
+/// the re-tune and the samples the re-tune took to settle.
+fn retune_on(before: impl Fn(u32) -> f64, after: impl Fn(u32) -> f64) -> (u32, u32, usize) {
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).expect("config");
+    let mut d = s.start();
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(before(d.cc())).expect("finite");
+    }
+    let settled = s.samples();
+    let mut first = None;
+    for _ in 0..100 {
+        d = s.next(after(d.cc())).expect("finite");
+        match d {
+            Decision::Measure(c) if first.is_none() => first = Some(c),
+            Decision::Run(c) if first.is_some() => return (first.unwrap_or(0), c, s.samples() - settled),
+            _ => {}
+        }
+    }
+    panic!("re-tune did not settle: {s:?}");
+}
+
+#[test]
+fn a_drop_retunes_upward_from_the_current_level() {
+    // Cross traffic halves what each channel gets: the knee moves from 8 to 16 channels.
+    let before = |c: u32| 100.0 * f64::from(c.min(8));
+    let after = |c: u32| 50.0 * f64::from(c.min(16));
+    let (first, settled, samples) = retune_on(before, after);
+    assert!(first >= 8, "re-tune after a drop started below the level, at {first}");
+    assert!((16..=18).contains(&settled), "settled at {settled}");
+    // 8 (fresh), 16, 32, then 14 and 18 around 16; from cc/2 it would also measure 4.
+    assert!(samples <= 5, "{samples} samples");
+}
+
+#[test]
+fn a_rise_retunes_from_half_the_level() {
+    // The cross traffic leaves: each channel gets twice as much and the knee moves to 6.
+    let before = |c: u32| 50.0 * f64::from(c.min(8));
+    let after = |c: u32| 100.0 * f64::from(c.min(6));
+    let (first, settled, _) = retune_on(before, after);
+    assert_eq!(first, 4, "after a rise the re-tune starts at half the level");
+    assert!((6..=8).contains(&settled), "settled at {settled}");
+}

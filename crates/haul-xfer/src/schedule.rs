@@ -146,7 +146,11 @@ impl Queues {
             let pipeline = k.params.pipelining.clamp(floor, MAX_PIPELINE);
             let parallelism = k.params.parallelism.clamp(1, MAX_PARALLELISM);
             info.push(ClusterInfo { class, files: k.files.len(), bytes: k.bytes, pipelining: pipeline, parallelism });
-            let jobs = k.files.iter().filter_map(|&i| slots[i].take()).map(|j| (j, 0)).collect();
+            let mut jobs: Vec<Job> = k.files.iter().filter_map(|&i| slots[i].take()).collect();
+            // Largest first (LPT): the last file to start is a lane's smallest, so the
+            // transfer does not end on one big file crawling alone on one channel.
+            jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
+            let jobs = jobs.into_iter().map(|j| (j, 0)).collect();
             lanes.push(Lane { class: Some(class), jobs, pipeline, parallelism });
         }
         tracing::info!(bdp = c.path.bdp(), rtt_s = c.path.rtt_s, "clusters: {info:?}");
@@ -294,6 +298,22 @@ mod tests {
         assert!(n > 0);
         assert!(q.is_empty());
         assert!(q.take(0, 3).is_none());
+    }
+
+    #[test]
+    fn each_lane_hands_out_its_largest_files_first() {
+        // Huge files listed smallest first, as names can order them.
+        let mut jobs: Vec<Job> = (0..3).map(|i| job(i, 100_000 + i as u64)).collect();
+        jobs.extend((0..4).map(|i| job(1000 + i, 200_000_000 + 1_000_000 * i as u64)));
+        let mut q = Queues::clustered(jobs, clustering(Policy::MultiCluster), 1, 8);
+        let mut sizes = Vec::new();
+        while let Some(b) = q.take(0, 1) {
+            sizes.extend(b.jobs.iter().map(|(j, _)| j.size));
+        }
+        let huge: Vec<u64> = sizes.iter().copied().filter(|&s| s >= 200_000_000).collect();
+        assert_eq!(huge, [203_000_000, 202_000_000, 201_000_000, 200_000_000]);
+        let small: Vec<u64> = sizes.iter().copied().filter(|&s| s < 200_000_000).collect();
+        assert_eq!(small, [100_002, 100_001, 100_000]);
     }
 
     #[test]
