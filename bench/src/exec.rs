@@ -6,8 +6,53 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// The first SIGINT / SIGTERM / SIGHUP received, 0 if none.
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    // An atomic store is async-signal-safe.
+    let _ = STOP_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP, so that the runner can stop its commands, servers and
+/// netem pair instead of dying with them still running (they are in their own process groups,
+/// so a terminal's Ctrl-C never reaches them).
+pub fn catch_stop_signals() -> io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction with a valid handler and an empty mask; the handler only
+        // stores to an atomic.
+        let r = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The stop signal received so far, if any.
+pub fn stop_signal() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// An error if a stop signal has arrived.
+pub fn check_stop() -> io::Result<()> {
+    match stop_signal() {
+        None => Ok(()),
+        Some(sig) => Err(io::Error::new(io::ErrorKind::Interrupted, format!("interrupted by signal {sig}"))),
+    }
+}
 
 /// How a foreground command ended.
 #[derive(Debug, Clone)]
@@ -69,8 +114,18 @@ fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String
     })
 }
 
-/// Runs `argv` to completion (killing its process group after `timeout`), capturing output.
+/// Runs `argv` to completion (killing its process group after `timeout`, or at once when a
+/// stop signal arrives: then the result is an `Interrupted` error), capturing output.
 pub fn run(argv: &[String], timeout: Duration) -> io::Result<RunOutput> {
+    run_inner(argv, timeout, true)
+}
+
+/// [`run`] for clean-up commands: a stop signal does not cut them short.
+pub fn run_to_end(argv: &[String], timeout: Duration) -> io::Result<RunOutput> {
+    run_inner(argv, timeout, false)
+}
+
+fn run_inner(argv: &[String], timeout: Duration, interruptible: bool) -> io::Result<RunOutput> {
     let mut cmd = command(argv)?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
@@ -83,11 +138,23 @@ pub fn run(argv: &[String], timeout: Duration) -> io::Result<RunOutput> {
     std::thread::spawn(move || {
         let _ = tx.send((wait4(raw_pid), Instant::now()));
     });
-    let (waited, timed_out) = match rx.recv_timeout(timeout) {
-        Ok(w) => (w, false),
-        Err(_) => {
-            kill_group(pid, libc::SIGKILL);
-            (rx.recv().map_err(|_| io::Error::other("waiter thread vanished"))?, true)
+    let deadline = start + timeout;
+    let (waited, timed_out) = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left.min(Duration::from_millis(100))) {
+            Ok(w) => break (w, false),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(io::Error::other("waiter thread vanished")),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let stop = interruptible && stop_signal().is_some();
+                if stop || left.is_zero() {
+                    kill_group(pid, libc::SIGKILL);
+                    let w = rx.recv().map_err(|_| io::Error::other("waiter thread vanished"))?;
+                    if stop {
+                        check_stop()?;
+                    }
+                    break (w, true);
+                }
+            }
         }
     };
     let ((status, peak_rss_kib), end) = (waited.0?, waited.1);

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Command::Run { scenario, reps, out, haul, netem_prefix, vars } => {
+            exec::catch_stop_signals().context("cannot install signal handlers")?;
             let haul = match haul {
                 Some(h) => h,
                 None => default_haul()?,

@@ -96,9 +96,16 @@ struct NetemPair {
 
 impl Drop for NetemPair {
     fn drop(&mut self) {
-        if let Err(e) = helper(&self.down) {
-            eprintln!("haul-bench: warning: {e:#}");
-        }
+        cleanup(&self.down);
+    }
+}
+
+/// Runs a clean-up command to its end even after a stop signal; a failure is only a warning.
+fn cleanup(argv: &[String]) {
+    match exec::run_to_end(argv, HELPER_TIMEOUT) {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => eprintln!("haul-bench: warning: {} failed ({}): {}", argv.join(" "), out.status, out.stderr.trim()),
+        Err(e) => eprintln!("haul-bench: warning: cannot run {}: {e}", argv.join(" ")),
     }
 }
 
@@ -187,29 +194,34 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     }
 
     let mut runs = Vec::new();
-    for rep in 0..reps {
-        for (c, metrics) in scenario.contenders.iter().zip(&metrics) {
-            let r = run_once(&env, c, metrics, rep)?;
-            match (&r.value, &r.error) {
-                (Some(v), _) if r.extra.is_empty() => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
-                (Some(v), _) => {
-                    let extra: Vec<String> = r.extra.iter().map(|(k, x)| format!("{k}={}", x.map_or("-".into(), |x| x.to_string()))).collect();
-                    eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {} {}", rep + 1, c.name, scenario.unit, extra.join(" "));
+    // A stop signal ends the loop with an error; teardown, servers and the netem pair are still
+    // cleaned up below (and by the guards' drops) before it is returned.
+    let measured = (|| -> Result<()> {
+        for rep in 0..reps {
+            for (c, metrics) in scenario.contenders.iter().zip(&metrics) {
+                exec::check_stop()?;
+                let r = run_once(&env, c, metrics, rep)?;
+                match (&r.value, &r.error) {
+                    (Some(v), _) if r.extra.is_empty() => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
+                    (Some(v), _) => {
+                        let extra: Vec<String> = r.extra.iter().map(|(k, x)| format!("{k}={}", x.map_or("-".into(), |x| x.to_string()))).collect();
+                        eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {} {}", rep + 1, c.name, scenario.unit, extra.join(" "));
+                    }
+                    (None, Some(e)) => eprintln!("haul-bench: rep {}/{reps} {:<20} FAILED: {e}", rep + 1, c.name),
+                    (None, None) => {}
                 }
-                (None, Some(e)) => eprintln!("haul-bench: rep {}/{reps} {:<20} FAILED: {e}", rep + 1, c.name),
-                (None, None) => {}
+                runs.push(r);
             }
-            runs.push(r);
         }
-    }
+        Ok(())
+    })();
 
     for t in &scenario.teardown {
         let argv = env.shell(&t.host, &t.command, &env.vars)?;
-        if let Err(e) = helper(&argv) {
-            eprintln!("haul-bench: warning: teardown: {e:#}");
-        }
+        cleanup(&argv);
     }
     drop(servers);
+    measured?;
     Ok(Report::new(&scenario, &topology, reps, started_at, &opts.haul, runs))
 }
 
@@ -232,6 +244,7 @@ fn wait_ready(env: &Env, bench: &Path, host: &str, addr: &str, timeout_s: f64, b
         if Instant::now() >= deadline {
             bail!("timed out after {timeout_s}s");
         }
+        exec::check_stop()?;
         std::thread::sleep(Duration::from_millis(100));
     }
 }
