@@ -75,8 +75,7 @@ impl Utility {
 pub struct Retune {
     /// Relative change from the converged throughput that counts as a move (default 0.20).
     pub threshold: f64,
-    /// Consecutive readings moved the same way needed before re-tuning (default 2, to ignore
-    /// one-off dips and swings to both sides).
+    /// Consecutive moved readings needed before re-tuning (default 2, to ignore one-off dips).
     pub consecutive: usize,
 }
 
@@ -152,8 +151,6 @@ pub struct ConcurrencySearch {
     last: Decision,
     reference: f64,
     drift: usize,
-    /// Direction of the moved readings counted in `drift` (true: above the reference).
-    drift_up: bool,
     retunes: usize,
     measured: usize,
 }
@@ -182,7 +179,6 @@ impl ConcurrencySearch {
             last: Decision::Measure(cc),
             reference: 0.0,
             drift: 0,
-            drift_up: false,
             retunes: 0,
             measured: 0,
         })
@@ -246,15 +242,7 @@ impl ConcurrencySearch {
                 if let Some(r) = self.cfg.retune {
                     let moved = self.reference > 0.0
                         && ((throughput - self.reference) / self.reference).abs() > r.threshold;
-                    let up = throughput > self.reference;
-                    // Only moves the same way count: readings swinging to both sides of the
-                    // reference (bursty cross traffic) are noise around it, not a new level.
-                    self.drift = match (moved, self.drift > 0 && up == self.drift_up) {
-                        (false, _) => 0,
-                        (true, true) => self.drift + 1,
-                        (true, false) => 1,
-                    };
-                    self.drift_up = up;
+                    self.drift = if moved { self.drift + 1 } else { 0 };
                     if self.drift >= r.consecutive.max(1) {
                         // Restart Alg. 3 with a fresh memo. After a drop (cross traffic, or a
                         // cluster of the dataset running out) more channels are the likely cure,
@@ -265,7 +253,7 @@ impl ConcurrencySearch {
                         self.drift = 0;
                         self.thr.clear();
                         self.phase = Phase::FastIncrease;
-                        if up {
+                        if throughput > self.reference {
                             self.cc = (self.cc / 2).max(1);
                         }
                     }

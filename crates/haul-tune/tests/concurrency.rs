@@ -273,23 +273,3 @@ fn a_rise_retunes_from_half_the_level() {
     assert_eq!(first, 4, "after a rise the re-tune starts at half the level");
     assert!((6..=8).contains(&settled), "settled at {settled}");
 }
-
-#[test]
-fn swings_to_both_sides_of_the_reference_do_not_retune() {
-    let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).expect("config");
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(100.0 * f64::from(d.cc().min(8))).expect("finite");
-    }
-    // Bursty cross traffic: each reading 30% above or below the 800 the search settled on.
-    for i in 0..40 {
-        let x = if i % 2 == 0 { 1040.0 } else { 560.0 };
-        d = s.next(x).expect("finite");
-    }
-    assert_eq!(s.retunes(), 0);
-    assert!(matches!(d, Decision::Run(_)));
-    // Two readings 30% below in a row are a move.
-    s.next(560.0).expect("finite");
-    s.next(560.0).expect("finite");
-    assert_eq!(s.retunes(), 1);
-}
