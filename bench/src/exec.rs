@@ -48,10 +48,11 @@ pub fn stop_signal() -> Option<i32> {
 
 /// An error if a stop signal has arrived.
 pub fn check_stop() -> io::Result<()> {
-    match stop_signal() {
-        None => Ok(()),
-        Some(sig) => Err(io::Error::new(io::ErrorKind::Interrupted, format!("interrupted by signal {sig}"))),
-    }
+    stop_signal().map_or(Ok(()), |sig| Err(interrupted(sig)))
+}
+
+fn interrupted(sig: i32) -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, format!("interrupted by signal {sig}"))
 }
 
 /// How a foreground command ended.
@@ -145,12 +146,12 @@ fn run_inner(argv: &[String], timeout: Duration, interruptible: bool) -> io::Res
             Ok(w) => break (w, false),
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(io::Error::other("waiter thread vanished")),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                let stop = interruptible && stop_signal().is_some();
-                if stop || left.is_zero() {
+                let stop = if interruptible { stop_signal() } else { None };
+                if stop.is_some() || left.is_zero() {
                     kill_group(pid, libc::SIGKILL);
                     let w = rx.recv().map_err(|_| io::Error::other("waiter thread vanished"))?;
-                    if stop {
-                        check_stop()?;
+                    if let Some(sig) = stop {
+                        return Err(interrupted(sig));
                     }
                     break (w, true);
                 }

@@ -202,9 +202,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let t = Transfer::start(route, jobs, opts.clone());
         let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
         let view = Watched { t: &t, bar: bar.as_ref(), total };
-        match &tune_cfg {
+        match tune_cfg {
             Some((cfg, from_history)) => {
-                let cfg = if *from_history { cfg.clone() } else { start_at_clusters(cfg, &t) };
+                let cfg = if from_history { cfg } else { start_at_clusters(cfg, &t) };
                 tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
             }
             None => {
@@ -323,8 +323,7 @@ fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTu
 /// Without history, the search starts at the number of file-size clusters rather than 1: the
 /// smallest concurrency at which Multi-Cluster runs every cluster at once, one channel each
 /// (Alg. 1 of 003). Without clustering it stays at 1.
-fn start_at_clusters(cfg: &autotune::AutoTuneConfig, t: &Transfer) -> autotune::AutoTuneConfig {
-    let mut cfg = cfg.clone();
+fn start_at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer) -> autotune::AutoTuneConfig {
     let clusters = t.clusters().0.len() as u32;
     cfg.search.start = cfg.search.start.max(clusters).clamp(1, cfg.search.cap);
     if clusters > 1 {
