@@ -66,6 +66,11 @@ pub struct Options {
     /// File-size clusters with per-cluster pipelining and parallelism (None: one queue with
     /// `pipeline` and `parallelism` for every file).
     pub clustering: Option<Clustering>,
+    /// Cut files of at least two pieces into pieces of this many bytes, each fetched with
+    /// `ERET` by whichever channel is free, so a big file does not end the transfer crawling
+    /// on one channel (None: files move whole). Downloads over TCP without `resume` only;
+    /// other transfers ignore it.
+    pub piece: Option<u64>,
 }
 
 impl Default for Options {
@@ -86,6 +91,7 @@ impl Default for Options {
             transport: Transport::Tcp,
             plut_rate: None,
             clustering: None,
+            piece: None,
         }
     }
 }
@@ -120,6 +126,8 @@ pub struct Summary {
     pub samples: Vec<Sample>,
     /// The file-size clusters, when clustering was on.
     pub clusters: Vec<ClusterInfo>,
+    /// Pieces of split files that landed (0: every file moved whole).
+    pub pieces: u64,
 }
 
 /// Files in flight by id: live counters and, for downloads, the ranges journal.
@@ -146,6 +154,9 @@ struct Shared {
     /// Files in flight: live counters and, for downloads, the ranges journal to keep current.
     inflight: Mutex<Inflight>,
     next_id: AtomicU64,
+    /// Split files by destination: pieces not yet landed.
+    pieces: Mutex<HashMap<String, usize>>,
+    pieces_landed: AtomicU64,
 }
 
 /// A running transfer.
@@ -158,14 +169,18 @@ pub struct Transfer {
 impl Transfer {
     /// Starts moving `jobs` along `route`.
     pub fn start(route: Route, jobs: Vec<Job>, opts: Options) -> Transfer {
+        let piece = piece_size(&route, &opts, &jobs);
+        let pieces = piece
+            .map(|n| jobs.iter().map(|j| (j.dst.clone(), crate::plan::pieces(j.size, n).len())).filter(|(_, k)| *k > 0).collect())
+            .unwrap_or_default();
         let shared = Arc::new(Shared {
             route,
             concurrency: AtomicU32::new(opts.concurrency.max(1)),
             channels: AtomicU32::new(0),
             parallelism: AtomicU32::new(opts.parallelism.clamp(1, 64)),
             queue: Mutex::new(match opts.clustering {
-                Some(c) => Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline),
-                None => Queues::single(jobs, opts.pipeline),
+                Some(c) => Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline, piece),
+                None => Queues::single(jobs, opts.pipeline, piece),
             }),
             parallelism_set: AtomicBool::new(false),
             opts,
@@ -178,6 +193,8 @@ impl Transfer {
             error: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            pieces: Mutex::new(pieces),
+            pieces_landed: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel();
         let s = shared.clone();
@@ -233,6 +250,15 @@ impl Transfer {
     pub fn wait(self) -> Result<Summary, XferError> {
         self.handle.join().unwrap_or_else(|_| Err(XferError::Usage("transfer engine panicked".into())))
     }
+}
+
+/// The piece size in effect: only downloads over TCP split files (a piece is an `ERET` into
+/// the local `.part` file), not with `resume` (a piece keeps no restart journal), and not for
+/// memory-to-memory runs.
+fn piece_size(route: &Route, opts: &Options, jobs: &[Job]) -> Option<u64> {
+    let mem = jobs.iter().any(|j| j.src == crate::worker::DEV_ZERO || j.dst == crate::worker::DEV_NULL);
+    let ok = matches!(route, Route::Download(_)) && opts.transport == Transport::Tcp && !opts.resume && !mem;
+    opts.piece.filter(|&n| ok && n > 0)
 }
 
 fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferError> {
@@ -293,6 +319,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     let clusters = shared.queue.lock().map(|q| q.clusters().to_vec()).unwrap_or_default();
     Ok(Summary {
         clusters,
+        pieces: shared.pieces_landed.load(Ordering::Relaxed),
         files: shared.files.load(Ordering::Relaxed),
         bytes: b,
         duration_s: end.duration_since(start).as_secs_f64(),
@@ -411,6 +438,22 @@ impl Ctx<'_> {
             q.push_back(job, tries + 1);
         }
         Ok(())
+    }
+    /// Marks one piece of the file at `dst` landed; true when it was the file's last.
+    pub(crate) fn piece_done(&self, dst: &str) -> bool {
+        self.s.pieces_landed.fetch_add(1, Ordering::Relaxed);
+        let Ok(mut m) = self.s.pieces.lock() else { return false };
+        match m.get_mut(dst) {
+            Some(left) if *left > 1 => {
+                *left -= 1;
+                false
+            }
+            Some(_) => {
+                m.remove(dst);
+                true
+            }
+            None => false,
+        }
     }
     /// Registers a file in flight; its bytes count live in samples.
     pub(crate) fn track(&self, journal: Option<PathBuf>) -> (u64, Arc<Progress>) {

@@ -13,8 +13,58 @@ pub struct Job {
     pub src: String,
     /// Destination path (local path, or absolute path on the destination server).
     pub dst: String,
-    /// Size in bytes.
+    /// Size in bytes (of the piece, for a piece).
     pub size: u64,
+    /// Set when this job moves one byte range of a file that was split across channels.
+    pub piece: Option<Piece>,
+}
+
+/// One byte range of a split file: fetched with `ERET P offset size`, written at `offset` of
+/// the destination's `.part` file; the file is verified whole once its last piece lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Where the range starts in the file.
+    pub offset: u64,
+    /// The whole file's size.
+    pub whole: u64,
+}
+
+impl Job {
+    /// A whole file.
+    pub fn new(src: impl Into<String>, dst: impl Into<String>, size: u64) -> Job {
+        Job { src: src.into(), dst: dst.into(), size, piece: None }
+    }
+
+    /// The whole file this job is (a piece's file, unsplit).
+    pub fn whole(&self) -> Job {
+        match self.piece {
+            Some(p) => Job::new(self.src.clone(), self.dst.clone(), p.whole),
+            None => self.clone(),
+        }
+    }
+}
+
+/// The pieces a file of `size` bytes is cut into with pieces of `piece` bytes: none (the file
+/// moves whole) unless it holds at least two. The last piece takes the remainder, so it is
+/// between one and two pieces long: no short tail piece pays a command round trip for little.
+pub fn pieces(size: u64, piece: u64) -> Vec<(u64, u64)> {
+    if piece == 0 || size / piece < 2 {
+        return Vec::new();
+    }
+    let n = size / piece;
+    (0..n).map(|i| (i * piece, if i + 1 == n { size - i * piece } else { piece })).collect()
+}
+
+/// Cuts `job` into its pieces (see [`pieces`]), or returns it whole.
+pub fn split(job: Job, piece: u64) -> Vec<Job> {
+    let cut = pieces(job.size, piece);
+    if cut.is_empty() || job.piece.is_some() {
+        return vec![job];
+    }
+    let whole = job.size;
+    cut.into_iter()
+        .map(|(offset, size)| Job { src: job.src.clone(), dst: job.dst.clone(), size, piece: Some(Piece { offset, whole }) })
+        .collect()
 }
 
 /// Joins a remote directory and a name.
@@ -97,7 +147,7 @@ pub fn plan(
         (Endpoint::Remote(s), Endpoint::Local(d)) => {
             let d_str = d.display().to_string();
             if s.path == DEV_ZERO {
-                return Ok((Route::Download(s.clone()), vec![Job { src: s.path.clone(), dst: d_str, size: zero_len()? }]));
+                return Ok((Route::Download(s.clone()), vec![Job::new(s.path.clone(), d_str, zero_len()?)]));
             }
             let mut sess = Session::open(s, tls)?;
             let (is_dir, size) = sess.stat(&s.path)?;
@@ -112,9 +162,9 @@ pub fn plan(
                     std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
                 }
                 std::fs::create_dir_all(d).map_err(|e| XferError::io(&d_str, e))?;
-                files.into_iter().map(|(rel, size)| Job { src: rjoin(&s.path, &rel), dst: d.join(rel).display().to_string(), size }).collect()
+                files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), d.join(rel).display().to_string(), size)).collect()
             } else {
-                vec![Job { src: s.path.clone(), dst: single_dst(&s.path, &d_str, d.is_dir()), size }]
+                vec![Job::new(s.path.clone(), single_dst(&s.path, &d_str, d.is_dir()), size)]
             };
             sess.quit();
             Ok((Route::Download(s.clone()), jobs))
@@ -122,7 +172,7 @@ pub fn plan(
         (Endpoint::Local(sp), Endpoint::Remote(d)) => {
             let s_str = sp.display().to_string();
             if s_str == DEV_ZERO {
-                return Ok((Route::Upload(d.clone()), vec![Job { src: s_str, dst: d.path.clone(), size: zero_len()? }]));
+                return Ok((Route::Upload(d.clone()), vec![Job::new(s_str, d.path.clone(), zero_len()?)]));
             }
             let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
             let mut sess = Session::open(d, tls)?;
@@ -139,18 +189,18 @@ pub fn plan(
                 }
                 files
                     .into_iter()
-                    .map(|(rel, size)| Job { src: sp.join(&rel).display().to_string(), dst: rjoin(&d.path, &rel.to_string_lossy()), size })
+                    .map(|(rel, size)| Job::new(sp.join(&rel).display().to_string(), rjoin(&d.path, &rel.to_string_lossy()), size))
                     .collect()
             } else {
                 let dst_is_dir = sess.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                vec![Job { src: s_str.clone(), dst: single_dst(&s_str, &d.path, dst_is_dir), size: md.len() }]
+                vec![Job::new(s_str.clone(), single_dst(&s_str, &d.path, dst_is_dir), md.len())]
             };
             sess.quit();
             Ok((Route::Upload(d.clone()), jobs))
         }
         (Endpoint::Remote(s), Endpoint::Remote(d)) => {
             if s.path == DEV_ZERO {
-                return Ok((Route::ThirdParty(s.clone(), d.clone()), vec![Job { src: s.path.clone(), dst: d.path.clone(), size: zero_len()? }]));
+                return Ok((Route::ThirdParty(s.clone(), d.clone()), vec![Job::new(s.path.clone(), d.path.clone(), zero_len()?)]));
             }
             let mut ss = Session::open(s, tls)?;
             let mut ds = Session::open(d, tls)?;
@@ -166,10 +216,10 @@ pub fn plan(
                 for dir in dirs {
                     ds.mkdir(&rjoin(&d.path, &dir))?;
                 }
-                files.into_iter().map(|(rel, size)| Job { src: rjoin(&s.path, &rel), dst: rjoin(&d.path, &rel), size }).collect()
+                files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size)).collect()
             } else {
                 let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                vec![Job { src: s.path.clone(), dst: single_dst(&s.path, &d.path, dst_is_dir), size }]
+                vec![Job::new(s.path.clone(), single_dst(&s.path, &d.path, dst_is_dir), size)]
             };
             ss.quit();
             ds.quit();
@@ -188,6 +238,41 @@ mod tests {
         assert_eq!(single_dst("/a/b/f.dat", "/x/", false), "/x/f.dat");
         assert_eq!(single_dst("f.dat", "/x/g", false), "/x/g");
         assert_eq!(rjoin("/", "a"), "/a");
+    }
+
+    #[test]
+    fn files_under_two_pieces_move_whole_and_the_last_piece_takes_the_rest() {
+        assert!(pieces(2 * 100 - 1, 100).is_empty());
+        assert!(pieces(1000, 0).is_empty(), "0 turns splitting off");
+        assert_eq!(pieces(200, 100), [(0, 100), (100, 100)]);
+        assert_eq!(pieces(399, 100), [(0, 100), (100, 100), (200, 199)]);
+        let parts = split(Job::new("s", "d", 250), 100);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[1].piece, Some(Piece { offset: 100, whole: 250 }));
+        assert_eq!(parts[1].size, 150);
+        assert_eq!(parts[1].whole(), Job::new("s", "d", 250));
+        assert_eq!(split(parts[0].clone(), 10), vec![parts[0].clone()], "a piece is not cut again");
+    }
+
+    proptest::proptest! {
+        /// Pieces tile the file exactly: contiguous from 0, each at least one piece long and
+        /// under two, summing to the size.
+        #[test]
+        fn pieces_tile_the_file(size in 0u64..1 << 40, piece in 1u64..1 << 32) {
+            let v = pieces(size, piece);
+            if size / piece < 2 {
+                proptest::prop_assert!(v.is_empty());
+            } else {
+                let mut at = 0;
+                for &(off, len) in &v {
+                    proptest::prop_assert_eq!(off, at);
+                    proptest::prop_assert!(len >= piece && len < 2 * piece);
+                    at += len;
+                }
+                proptest::prop_assert_eq!(at, size);
+                proptest::prop_assert_eq!(v.len() as u64, size / piece);
+            }
+        }
     }
 
     #[test]

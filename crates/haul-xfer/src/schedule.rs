@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use haul_tune::cluster::{self, Allocation, Cutoffs, FileClass, Policy};
 
 use crate::path::PathEstimate;
-use crate::plan::Job;
+use crate::plan::{self, Job};
 
 /// The largest pipelining depth a cluster gets. Alg. 2's BDP/avgFileSize is unbounded for tiny
 /// files (5 MB BDP / 1 KB files = 5,000); past a few dozen commands in flight the control
@@ -90,23 +90,35 @@ pub(crate) struct Queues {
     /// Slot index → lane index, rebuilt whenever the allocation changes.
     slot_lane: Vec<usize>,
     info: Vec<ClusterInfo>,
+    /// Piece size for splitting big files across channels (None: files move whole).
+    piece: Option<u64>,
+}
+
+/// `jobs` with every file of at least two pieces cut into its pieces, in order.
+fn cut(jobs: impl IntoIterator<Item = Job>, piece: Option<u64>) -> impl Iterator<Item = Job> {
+    jobs.into_iter().flat_map(move |j| match piece {
+        Some(n) => plan::split(j, n),
+        None => vec![j],
+    })
 }
 
 impl Queues {
-    /// One queue: every batch gets `pipeline` files.
-    pub fn single(jobs: Vec<Job>, pipeline: usize) -> Queues {
+    /// One queue: every batch gets `pipeline` files. With `piece`, files of at least two
+    /// pieces are cut into pieces of that many bytes (see [`plan::split`]).
+    pub fn single(jobs: Vec<Job>, pipeline: usize, piece: Option<u64>) -> Queues {
         let lane = Lane {
             class: None,
-            jobs: jobs.into_iter().map(|j| (j, 0)).collect(),
+            jobs: cut(jobs, piece).map(|j| (j, 0)).collect(),
             pipeline: pipeline.clamp(1, u32::MAX as usize) as u32,
             parallelism: 0,
         };
-        Queues { lanes: vec![lane], clustering: None, alloc: None, channels: 0, slot_lane: Vec::new(), info: Vec::new() }
+        Queues { lanes: vec![lane], clustering: None, alloc: None, channels: 0, slot_lane: Vec::new(), info: Vec::new(), piece }
     }
 
     /// Clusters `jobs` by `c`, or one queue with `pipeline` if the estimate is unusable.
-    pub fn clustered(jobs: Vec<Job>, c: Clustering, channels: u32, pipeline: usize) -> Queues {
-        let mut q = Queues::single(Vec::new(), pipeline);
+    /// Files are clustered by their whole size, then cut into pieces as in [`Queues::single`].
+    pub fn clustered(jobs: Vec<Job>, c: Clustering, channels: u32, pipeline: usize, piece: Option<u64>) -> Queues {
+        let mut q = Queues::single(Vec::new(), pipeline, piece);
         q.clustering = Some(c);
         q.channels = channels.max(1);
         q.partition(jobs);
@@ -125,18 +137,35 @@ impl Queues {
 
     fn partition(&mut self, jobs: Vec<Job>) {
         let Some(c) = self.clustering else { return };
-        let sizes: Vec<u64> = jobs.iter().map(|j| j.size).collect();
+        // Pieces still waiting when the bandwidth re-clusters go back together by file, so a
+        // file is classed and counted once, by its whole size.
+        let mut files: Vec<Vec<Job>> = Vec::new();
+        let mut split: std::collections::HashMap<String, usize> = Default::default();
+        for j in jobs {
+            match j.piece.and_then(|_| split.get(&j.dst).copied()) {
+                Some(g) => files[g].push(j),
+                None => {
+                    if j.piece.is_some() {
+                        split.insert(j.dst.clone(), files.len());
+                    }
+                    files.push(vec![j]);
+                }
+            }
+        }
+        let whole = |f: &[Job]| f[0].piece.map_or(f[0].size, |p| p.whole);
+        let sizes: Vec<u64> = files.iter().map(|f| whole(f)).collect();
         let clusters = match cluster::partition(&sizes, c.path.bdp(), c.path.buffer, &c.cutoffs) {
             Ok(k) => k,
             Err(e) => {
                 tracing::warn!("clustering off: {e}");
                 self.clustering = None;
                 let p = self.lanes.first().map_or(1, |l| l.pipeline);
-                self.lanes = vec![Lane { class: None, jobs: jobs.into_iter().map(|j| (j, 0)).collect(), pipeline: p, parallelism: 0 }];
+                let jobs = cut(files.into_iter().flatten(), self.piece).map(|j| (j, 0)).collect();
+                self.lanes = vec![Lane { class: None, jobs, pipeline: p, parallelism: 0 }];
                 return;
             }
         };
-        let mut slots: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
+        let mut slots: Vec<Option<Vec<Job>>> = files.into_iter().map(Some).collect();
         // Lanes in MC order so that stealing and shares agree.
         let mut lanes = Vec::new();
         let mut info = Vec::new();
@@ -146,11 +175,11 @@ impl Queues {
             let pipeline = k.params.pipelining.clamp(floor, MAX_PIPELINE);
             let parallelism = k.params.parallelism.clamp(1, MAX_PARALLELISM);
             info.push(ClusterInfo { class, files: k.files.len(), bytes: k.bytes, pipelining: pipeline, parallelism });
-            let mut jobs: Vec<Job> = k.files.iter().filter_map(|&i| slots[i].take()).collect();
+            let mut mine: Vec<Vec<Job>> = k.files.iter().filter_map(|&i| slots[i].take()).collect();
             // Largest first (LPT): the last file to start is a lane's smallest, so the
             // transfer does not end on one big file crawling alone on one channel.
-            jobs.sort_by_key(|j| std::cmp::Reverse(j.size));
-            let jobs = jobs.into_iter().map(|j| (j, 0)).collect();
+            mine.sort_by_key(|f| std::cmp::Reverse(whole(f)));
+            let jobs = cut(mine.into_iter().flatten(), self.piece).map(|j| (j, 0)).collect();
             lanes.push(Lane { class: Some(class), jobs, pipeline, parallelism });
         }
         tracing::info!(bdp = c.path.bdp(), rtt_s = c.path.rtt_s, "clusters: {info:?}");
@@ -207,7 +236,12 @@ impl Queues {
         let own = self.slot_lane.get(slot).copied().filter(|&i| !self.lanes[i].jobs.is_empty());
         let i = own.or_else(|| self.lanes.iter().position(|l| !l.jobs.is_empty()))?;
         let lane = &mut self.lanes[i];
-        let n = (lane.pipeline as usize).min(lane.jobs.len());
+        // A piece travels alone: pieces exist so that idle channels can share a big file, and a
+        // batch is what one channel takes. Whole files stop a batch before the next piece.
+        let n = match lane.jobs.front() {
+            Some((j, _)) if j.piece.is_some() => 1,
+            _ => lane.jobs.iter().take(lane.pipeline as usize).take_while(|(j, _)| j.piece.is_none()).count(),
+        };
         Some(Batch { jobs: lane.jobs.drain(..n).collect(), pipeline: lane.pipeline as usize, parallelism: lane.parallelism })
     }
 
@@ -248,7 +282,7 @@ mod tests {
     use super::*;
 
     fn job(i: usize, size: u64) -> Job {
-        Job { src: format!("s{i}"), dst: format!("d{i}"), size }
+        Job::new(format!("s{i}"), format!("d{i}"), size)
     }
 
     /// 1 Gb/s, 40 ms: BDP 5 MB; default cut-offs 0.5 MB / 5 MB / 100 MB.
@@ -265,7 +299,7 @@ mod tests {
 
     #[test]
     fn clusters_get_the_thesis_heuristic() {
-        let q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8);
+        let q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, None);
         let classes: Vec<FileClass> = q.clusters().iter().map(|c| c.class).collect();
         assert_eq!(classes, vec![FileClass::Huge, FileClass::Small, FileClass::Middle]);
         let small = &q.clusters()[1];
@@ -280,7 +314,7 @@ mod tests {
 
     #[test]
     fn slots_follow_the_round_robin_shares_then_steal() {
-        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8);
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8, None);
         // MC order Huge, Small, Large, Middle over the present clusters: one channel each.
         assert_eq!(q.shares(), vec![(FileClass::Huge, 1), (FileClass::Small, 1), (FileClass::Middle, 1)]);
         let b = q.take(0, 3).unwrap();
@@ -305,7 +339,7 @@ mod tests {
         // Huge files listed smallest first, as names can order them.
         let mut jobs: Vec<Job> = (0..3).map(|i| job(i, 100_000 + i as u64)).collect();
         jobs.extend((0..4).map(|i| job(1000 + i, 200_000_000 + 1_000_000 * i as u64)));
-        let mut q = Queues::clustered(jobs, clustering(Policy::MultiCluster), 1, 8);
+        let mut q = Queues::clustered(jobs, clustering(Policy::MultiCluster), 1, 8, None);
         let mut sizes = Vec::new();
         while let Some(b) = q.take(0, 1) {
             sizes.extend(b.jobs.iter().map(|(j, _)| j.size));
@@ -317,8 +351,55 @@ mod tests {
     }
 
     #[test]
+    fn big_files_are_clustered_whole_then_handed_out_a_piece_at_a_time() {
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8, Some(60_000_000));
+        // Clusters count files, not pieces: four 200 MB files are still four Huge files.
+        let huge = q.clusters().iter().find(|c| c.class == FileClass::Huge).unwrap();
+        assert_eq!((huge.files, huge.bytes), (4, 800_000_000));
+        // 200 MB = 3 pieces of 60 MB (the last takes the rest): 12 pieces + 100 small files.
+        assert_eq!(q.len(), 100 + 12);
+        let mut landed: std::collections::HashMap<String, u64> = Default::default();
+        let mut seen_pieces = 0;
+        while let Some(b) = q.take(seen_pieces % 3, 3) {
+            let pieces = b.jobs.iter().filter(|(j, _)| j.piece.is_some()).count();
+            assert!(pieces == 0 || b.jobs.len() == 1, "a piece travels alone: {:?}", b.jobs);
+            seen_pieces += pieces;
+            for (j, _) in b.jobs {
+                *landed.entry(j.dst).or_default() += j.size;
+            }
+        }
+        assert_eq!(seen_pieces, 12);
+        let sizes: std::collections::HashMap<String, u64> = mixed().into_iter().map(|j| (j.dst, j.size)).collect();
+        assert_eq!(landed, sizes, "every byte of every file is handed out exactly once");
+    }
+
+    #[test]
+    fn a_single_queue_stops_a_batch_before_a_piece() {
+        let jobs = vec![job(0, 10), job(1, 10), job(2, 300), job(3, 10)];
+        let mut q = Queues::single(jobs, 8, Some(100));
+        let sizes = |b: Batch| b.jobs.iter().map(|(j, _)| j.size).collect::<Vec<_>>();
+        assert_eq!(sizes(q.take(0, 1).unwrap()), [10, 10]);
+        assert_eq!(sizes(q.take(0, 1).unwrap()), [100]);
+        assert_eq!(sizes(q.take(0, 1).unwrap()), [100]);
+        assert_eq!(sizes(q.take(0, 1).unwrap()), [100]);
+        assert_eq!(sizes(q.take(0, 1).unwrap()), [10]);
+        assert!(q.take(0, 1).is_none());
+    }
+
+    #[test]
+    fn reclustering_keeps_pieces_in_their_files_cluster() {
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, Some(60_000_000));
+        assert!(q.set_bandwidth(10e9), "10x: recluster");
+        // BDP 50 MB now: 200 MB files are Large (< 20 BDP), and their pieces go with them,
+        // counted as the four files they are.
+        let large = q.clusters().iter().find(|c| c.class == FileClass::Large).expect("a Large cluster");
+        assert_eq!((large.files, large.bytes), (4, 800_000_000));
+        assert_eq!(q.len(), 100 + 12, "pieces are not cut again");
+    }
+
+    #[test]
     fn promc_gives_more_channels_to_the_bigger_cluster() {
-        let q = Queues::clustered(mixed(), clustering(Policy::ProMc), 8, 8);
+        let q = Queues::clustered(mixed(), clustering(Policy::ProMc), 8, 8, None);
         let huge = q.shares().iter().find(|s| s.0 == FileClass::Huge).unwrap().1;
         let small = q.shares().iter().find(|s| s.0 == FileClass::Small).unwrap().1;
         assert!(huge > small, "{:?}", q.shares());
@@ -327,7 +408,7 @@ mod tests {
 
     #[test]
     fn growing_the_channels_reallocates() {
-        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 2, 8);
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 2, 8, None);
         assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 2);
         q.take(5, 9).unwrap();
         assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 9);
@@ -335,7 +416,7 @@ mod tests {
 
     #[test]
     fn a_new_bandwidth_reclusters_only_waiting_files_and_only_on_a_big_change() {
-        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8);
+        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, None);
         let before = q.clusters().to_vec();
         assert!(!q.set_bandwidth(1.5e9), "within 2x: no change");
         assert!(!q.set_bandwidth(0.1e9), "a lower throughput is no evidence of a slower link");
@@ -344,20 +425,20 @@ mod tests {
         assert_eq!(q.len(), 104);
         let mut given = clustering(Policy::MultiCluster);
         given.path.bandwidth_given = true;
-        let mut q = Queues::clustered(mixed(), given, 4, 8);
+        let mut q = Queues::clustered(mixed(), given, 4, 8, None);
         assert!(!q.set_bandwidth(10e9), "a user-given bandwidth stays");
     }
 
     #[test]
     fn single_queue_uses_the_user_pipeline_and_put_back_files_return() {
-        let mut q = Queues::single(mixed(), 8);
+        let mut q = Queues::single(mixed(), 8, None);
         let b = q.take(0, 1).unwrap();
         assert_eq!(b.jobs.len(), 8);
         assert_eq!(b.parallelism, 0, "0: the engine's global parallelism");
         let (j, _) = b.jobs.into_iter().next().unwrap();
         q.push_back(j.clone(), 1);
         assert_eq!(q.len(), 104 - 8 + 1);
-        let mut q = Queues::clustered(vec![], clustering(Policy::MultiCluster), 2, 8);
+        let mut q = Queues::clustered(vec![], clustering(Policy::MultiCluster), 2, 8, None);
         q.push_back(j, 1);
         assert_eq!(q.take(0, 2).unwrap().jobs.len(), 1);
     }

@@ -52,6 +52,43 @@ struct Incoming {
     have: Option<RangeSet>,
 }
 
+/// Writes a piece's blocks, whose offsets count from the piece's start (as with any ERET), at
+/// their place in the file.
+struct Shifted {
+    inner: Box<dyn Sink>,
+    by: u64,
+}
+
+impl Sink for Shifted {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        let at = offset
+            .checked_add(self.by)
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "block offset overflows the file"))?;
+        self.inner.write_at(buf, at)
+    }
+}
+
+fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
+    match ctx.opts().max_rate {
+        Some(r) => Box::new(RateLimited::new(file, r)),
+        None => Box::new(file),
+    }
+}
+
+/// Opens the shared `.part` file for one piece: never truncated (other pieces may have landed),
+/// but sized to the whole file, so a stale longer `.part` cannot survive; every byte of it is
+/// written by some piece and the whole file is verified after the last.
+fn open_piece(ctx: &Ctx<'_>, job: Job, tries: u32, whole: u64, offset: u64) -> Result<Incoming, XferError> {
+    let part = resume::part_path(std::path::Path::new(&job.dst));
+    resume::clear(&resume::ranges_path(&part));
+    let io = |e| XferError::io(&part.display().to_string(), e);
+    let file = OpenOptions::new().write(true).create(true).truncate(false).open(&part).map_err(io)?;
+    file.set_len(whole).map_err(io)?;
+    let (id, progress) = ctx.track(None);
+    let sink = Box::new(Shifted { inner: rate_limited(ctx, file), by: offset });
+    Ok(Incoming { job, tries, id, progress, sink, part: Some(part), have: None })
+}
+
 fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
     if job.dst == DEV_NULL {
         let (id, progress) = ctx.track(None);
@@ -60,6 +97,9 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
     let dst = PathBuf::from(&job.dst);
     if let Some(d) = dst.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).map_err(|e| XferError::io(&d.display().to_string(), e))?;
+    }
+    if let Some(p) = job.piece {
+        return open_piece(ctx, job, tries, p.whole, p.offset);
     }
     let part = resume::part_path(&dst);
     let journal = resume::ranges_path(&part);
@@ -78,10 +118,7 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
         .map_err(|e| XferError::io(&part.display().to_string(), e))?;
     let (id, progress) = ctx.track(Some(journal));
     with_have(&progress, &have);
-    let sink: Box<dyn Sink> = match ctx.opts().max_rate {
-        Some(r) => Box::new(RateLimited::new(file, r)),
-        None => Box::new(file),
-    };
+    let sink = rate_limited(ctx, file);
     Ok(Incoming { job, tries, id, progress, sink, part: Some(part), have })
 }
 
@@ -106,9 +143,12 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                     sink: i.sink.as_ref(),
                     len: Some(i.job.size),
                     have: i.have.clone(),
-                    eret: zero.then_some((0, i.job.size)),
+                    eret: match i.job.piece {
+                        Some(p) => Some((p.offset, i.job.size)),
+                        None => zero.then_some((0, i.job.size)),
+                    },
                     cksm: match (&i.part, alg) {
-                        (Some(part), Some(a)) if !zero => Some((a, part.as_path())),
+                        (Some(part), Some(a)) if !zero && i.job.piece.is_none() => Some((a, part.as_path())),
                         _ => None,
                     },
                     progress: &i.progress,
@@ -130,6 +170,12 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                 continue;
             };
             drop(i.sink);
+            if i.job.piece.is_some() {
+                if ctx.piece_done(&i.job.dst) {
+                    whole_piece_done(ctx, &mut sess, alg, &i.job.whole(), i.tries, &part)?;
+                }
+                continue;
+            }
             let verified = match (alg, &r.server_cksm, &r.local_cksm) {
                 (Some(a), Some(remote), Some(local)) => {
                     if !compare(ctx, &i.job, i.tries, a, remote, local)? {
@@ -149,6 +195,28 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
         }
     }
     sess.quit();
+    Ok(())
+}
+
+/// The last piece of a split file landed: verify the whole file (the server hashes its copy
+/// while we hash ours) and move it into place, or put it back whole after a mismatch.
+fn whole_piece_done(ctx: &Ctx<'_>, sess: &mut Session, alg: Option<Algorithm>, job: &Job, tries: u32, part: &std::path::Path) -> Result<(), XferError> {
+    let verified = match alg {
+        Some(a) => {
+            let (remote, local) = std::thread::scope(|s| {
+                let h = s.spawn(|| checksum::checksum_path(part, a));
+                (sess.cksm(a, &job.src), h.join())
+            });
+            let local = local.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?;
+            if !compare(ctx, job, tries, a, &remote?, &local)? {
+                return Ok(());
+            }
+            true
+        }
+        None => false,
+    };
+    std::fs::rename(part, &job.dst).map_err(|e| XferError::io(&job.dst, e))?;
+    ctx.file_done(verified);
     Ok(())
 }
 

@@ -195,3 +195,49 @@ fn clusters_split_a_mixed_tree_give_each_its_own_settings_and_every_file_arrives
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected mc, promc or off"));
 }
+
+#[test]
+fn big_files_move_in_pieces_over_free_channels_and_arrive_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let tree = root.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    // 9.5 MiB: 9 pieces of 1 MiB (the last 1.5 MiB); 3 MiB: 3; 1.5 MiB and the small files: whole.
+    let sizes = [(19 << 20) / 2, 3 << 20, 3 << 19, 1000, 70_000];
+    for (i, n) in sizes.iter().enumerate() {
+        fs::write(tree.join(format!("f{i}")), random_bytes(*n, i as u64 + 40)).unwrap();
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let out_dir = dir.path().join("out");
+    fs::create_dir_all(&out_dir).unwrap();
+    // A stale, longer partial file from an earlier run must not leave its tail in the result.
+    fs::write(out_dir.join("f0.haul-part"), vec![0xAB; 12 << 20]).unwrap();
+    let hist = dir.path().join("h.sqlite");
+    let args = |piece: &'static str| {
+        vec!["--json".to_string(), "-r".into(), "-c".into(), "4".into(), "--piece-size".into(), piece.into(), format!("ftp://{}/tree", s.addr), out_dir.display().to_string()]
+    };
+    let out = cp(&args("1M").iter().map(String::as_str).collect::<Vec<_>>(), &hist);
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["pieces"], 12);
+    assert_eq!(j["files"], sizes.len());
+    assert_eq!(j["verified_files"], sizes.len(), "split files are verified whole");
+    assert_eq!(j["retransferred_files"], 0, "the stale tail was cut, so nothing mismatched");
+    assert_eq!(j["bytes"], sizes.iter().sum::<usize>());
+    for i in 0..sizes.len() {
+        let name = format!("f{i}");
+        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
+        assert!(!out_dir.join(format!("{name}.haul-part")).exists(), "{name}.haul-part left behind");
+    }
+    // Off: every file moves whole.
+    fs::remove_dir_all(&out_dir).unwrap();
+    let out = cp(&args("off").iter().map(String::as_str).collect::<Vec<_>>(), &hist);
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["pieces"], 0);
+    assert_eq!(fs::read(out_dir.join("f0")).unwrap(), fs::read(tree.join("f0")).unwrap());
+    // A piece under 1 MiB is refused before anything moves.
+    let out = cp(&args("100K").iter().map(String::as_str).collect::<Vec<_>>(), &hist);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a piece must be at least 1M"));
+}

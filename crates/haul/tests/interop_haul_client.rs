@@ -83,6 +83,27 @@ fn trees_both_ways_with_concurrency_and_pipelining() {
 }
 
 #[test]
+fn a_file_split_in_pieces_comes_from_globus_by_eret_and_verifies_whole() {
+    if skip() {
+        return;
+    }
+    let srv_dir = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.sqlite");
+    let data = random_bytes((21 << 20) / 2, 11);
+    fs::write(srv_dir.path().join("big.bin"), &data).unwrap();
+    let srv = GlobusServer::start(srv_dir.path()).expect("start globus-gridftp-server");
+    let dl = local.path().join("big.bin");
+    let out = haul(&["cp", "-c", "3", "-p", "2", "--piece-size", "1M", "--json", &srv.url("big.bin"), dl.to_str().unwrap()], &hist);
+    assert!(out.status.success(), "{}", srv.diagnostics());
+    assert_eq!(fs::read(&dl).unwrap(), data, "pieces reassembled wrong");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["pieces"], 10, "10.5 MiB in 1 MiB pieces");
+    assert_eq!(j["verified_files"], 1, "Globus's MD5 of the whole file matches ours");
+    assert!(srv.log_contents().contains("ERET"), "pieces are ERETs: {}", srv.diagnostics());
+}
+
+#[test]
 fn third_party_between_two_globus_servers() {
     if skip() {
         return;

@@ -92,6 +92,12 @@ pub struct Args {
     /// until the tuner measures more).
     #[arg(long, value_parser = parse_bandwidth)]
     pub bandwidth: Option<f64>,
+    /// Cut files of at least two pieces into pieces of SIZE bytes that free channels fetch
+    /// in parallel (ERET), so a big file does not end a transfer on one channel: auto (with
+    /// clusters on: 8 BDP, at least 64 MiB, at most 1 GiB; off without), off, or a size.
+    /// Downloads over TCP without --resume only.
+    #[arg(long, value_parser = parse_piece, default_value = "auto")]
+    pub piece_size: PieceSize,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
@@ -110,6 +116,41 @@ fn parse_clusters(s: &str) -> Result<ClusterMode, String> {
         "promc" => Ok(ClusterMode(Some(Policy::ProMc))),
         "off" | "none" => Ok(ClusterMode(None)),
         _ => Err(format!("unknown cluster policy {s:?}: expected mc, promc or off")),
+    }
+}
+
+/// `--piece-size`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PieceSize {
+    /// 8 BDP within [64 MiB, 1 GiB] with clusters on; off without.
+    Auto,
+    /// Files move whole.
+    Off,
+    /// This many bytes.
+    Bytes(u64),
+}
+
+/// The smallest piece `--piece-size` accepts: below it the ERET round trip per piece costs
+/// more than the sharing gains.
+const MIN_PIECE: u64 = 1 << 20;
+
+fn parse_piece(s: &str) -> Result<PieceSize, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "auto" => Ok(PieceSize::Auto),
+        "off" | "none" | "0" => Ok(PieceSize::Off),
+        _ => match parse_bytes(s)? {
+            n if n >= MIN_PIECE => Ok(PieceSize::Bytes(n)),
+            n => Err(format!("{n} bytes: a piece must be at least 1M (or auto, off)")),
+        },
+    }
+}
+
+/// The piece size `--piece-size` gives for this transfer.
+fn piece_bytes(p: PieceSize, clustering: Option<&Clustering>) -> Option<u64> {
+    match (p, clustering) {
+        (PieceSize::Bytes(n), _) => Some(n),
+        (PieceSize::Auto, Some(c)) => Some(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30)),
+        _ => None,
     }
 }
 
@@ -184,6 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         transport: args.transport,
         plut_rate: args.plut_rate,
         clustering: None,
+        piece: None,
     };
     let mut opts = opts;
     let policy = args.clusters.map_or(args.tune.then_some(Policy::MultiCluster), |m| m.0);
@@ -193,6 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => tracing::warn!("clustering off: cannot measure the path: {e}"),
         }
     }
+    opts.piece = piece_bytes(args.piece_size, opts.clustering.as_ref());
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
@@ -350,6 +393,7 @@ fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serd
         "pipeline": args.pipeline,
         "transport": transport_name(args.transport),
         "clusters": s.clusters,
+        "pieces": s.pieces,
         "samples": s.samples,
         "tuning": tuning,
     })
