@@ -171,7 +171,7 @@ impl Transfer {
     pub fn start(route: Route, jobs: Vec<Job>, opts: Options) -> Transfer {
         let piece = piece_size(&route, &opts, &jobs);
         let pieces = piece
-            .map(|n| jobs.iter().map(|j| (j.dst.clone(), crate::plan::pieces(j.size, n).len())).filter(|(_, k)| *k > 0).collect())
+            .map(|n| jobs.iter().map(|j| (j.dst.clone(), crate::plan::piece_count(j.size, n) as usize)).filter(|(_, k)| *k > 0).collect())
             .unwrap_or_default();
         let shared = Arc::new(Shared {
             route,

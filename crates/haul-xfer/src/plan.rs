@@ -48,11 +48,16 @@ impl Job {
 /// moves whole) unless it holds at least two. The last piece takes the remainder, so it is
 /// between one and two pieces long: no short tail piece pays a command round trip for little.
 pub fn pieces(size: u64, piece: u64) -> Vec<(u64, u64)> {
-    if piece == 0 || size / piece < 2 {
-        return Vec::new();
-    }
-    let n = size / piece;
+    let n = piece_count(size, piece);
     (0..n).map(|i| (i * piece, if i + 1 == n { size - i * piece } else { piece })).collect()
+}
+
+/// How many pieces [`pieces`] cuts a file into: 0 (it moves whole) or at least 2.
+pub fn piece_count(size: u64, piece: u64) -> u64 {
+    match size.checked_div(piece) {
+        Some(n) if n >= 2 => n,
+        _ => 0,
+    }
 }
 
 /// Cuts `job` into its pieces (see [`pieces`]), or returns it whole.

@@ -123,7 +123,8 @@ fn parse_clusters(s: &str) -> Result<ClusterMode, String> {
 /// `--piece-size`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PieceSize {
-    /// 8 BDP within [64 MiB, 1 GiB] with clusters on; off without.
+    /// 8 BDP within [64 MiB, 1 GiB] with clusters on and fewer than
+    /// [`AUTO_MAX_SPLIT_FILES`] files to split; off otherwise.
     Auto,
     /// Files move whole.
     Off,
@@ -155,15 +156,15 @@ const AUTO_MAX_SPLIT_FILES: usize = 16;
 
 fn auto_piece(piece: Option<u64>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
     let n = piece?;
-    let big = jobs.iter().filter(|j| !haul_xfer::plan::pieces(j.size, n).is_empty()).count();
+    let big = jobs.iter().filter(|j| haul_xfer::plan::piece_count(j.size, n) > 0).count();
     (big < AUTO_MAX_SPLIT_FILES).then_some(n)
 }
 
-/// The piece size `--piece-size` gives for this transfer.
-fn piece_bytes(p: PieceSize, clustering: Option<&Clustering>) -> Option<u64> {
+/// The piece size `--piece-size` gives for a transfer of `jobs`.
+fn piece_bytes(p: PieceSize, clustering: Option<&Clustering>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
     match (p, clustering) {
         (PieceSize::Bytes(n), _) => Some(n),
-        (PieceSize::Auto, Some(c)) => Some(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30)),
+        (PieceSize::Auto, Some(c)) => auto_piece(Some(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30)), jobs),
         _ => None,
     }
 }
@@ -249,18 +250,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => tracing::warn!("clustering off: cannot measure the path: {e}"),
         }
     }
-    opts.piece = piece_bytes(args.piece_size, opts.clustering.as_ref());
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
     let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();
-        let mut run_opts = opts.clone();
-        if args.piece_size == PieceSize::Auto {
-            run_opts.piece = auto_piece(opts.piece, &jobs);
-        }
-        let t = Transfer::start(route, jobs, run_opts);
+        let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);
+        let t = Transfer::start(route, jobs, Options { piece, ..opts.clone() });
         let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
         let view = Watched { t: &t, bar: bar.as_ref(), total };
         match tune_cfg {
