@@ -95,10 +95,18 @@ pub struct ConcurrencyConfig {
     pub start: u32,
     /// Upper limit (UPPERLIMIT = 32 in the thesis).
     pub cap: u32,
+    /// Lowest level the search measures (1 in the thesis). Seeking does not step below it, and
+    /// a re-tune after a rise does not halve below it.
+    #[serde(default = "one")]
+    pub floor: u32,
     /// Comparison rule.
     pub utility: Utility,
     /// Re-tuning after convergence; `None` holds forever, as the thesis does.
     pub retune: Option<Retune>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for ConcurrencyConfig {
@@ -106,6 +114,7 @@ impl Default for ConcurrencyConfig {
         ConcurrencyConfig {
             start: 1,
             cap: 32,
+            floor: 1,
             utility: Utility::default(),
             retune: Some(Retune::default()),
         }
@@ -156,7 +165,7 @@ pub struct ConcurrencySearch {
 }
 
 impl ConcurrencySearch {
-    /// A search; `start` and `cap` are clamped to ≥ 1 and `start ≤ cap`.
+    /// A search; `cap` is clamped to ≥ 1, `floor` to [1, cap] and `start` to [floor, cap].
     pub fn new(mut cfg: ConcurrencyConfig) -> Result<ConcurrencySearch, TuneError> {
         let ok = match cfg.utility {
             Utility::Gamma { tolerance } => tolerance.is_finite() && tolerance > 0.0,
@@ -169,7 +178,8 @@ impl ConcurrencySearch {
             });
         }
         cfg.cap = cfg.cap.max(1);
-        cfg.start = cfg.start.clamp(1, cfg.cap);
+        cfg.floor = cfg.floor.clamp(1, cfg.cap);
+        cfg.start = cfg.start.clamp(cfg.floor, cfg.cap);
         let cc = cfg.start;
         Ok(ConcurrencySearch {
             cfg,
@@ -254,7 +264,7 @@ impl ConcurrencySearch {
                         self.thr.clear();
                         self.phase = Phase::FastIncrease;
                         if throughput > self.reference {
-                            self.cc = (self.cc / 2).max(1);
+                            self.cc = (self.cc / 2).max(self.cfg.floor);
                         }
                     }
                 }
@@ -298,7 +308,7 @@ impl ConcurrencySearch {
                     }
                 }
                 Phase::Seeking => {
-                    let lo = cc.saturating_sub(2).max(1);
+                    let lo = cc.saturating_sub(2).max(self.cfg.floor);
                     let hi = cc.saturating_add(2).min(self.cfg.cap);
                     for n in [cc, lo, hi] {
                         if !self.thr.contains_key(&n) {

@@ -273,3 +273,48 @@ fn a_rise_retunes_from_half_the_level() {
     assert_eq!(first, 4, "after a rise the re-tune starts at half the level");
     assert!((6..=8).contains(&settled), "settled at {settled}");
 }
+
+#[test]
+fn the_floor_is_never_measured_below() {
+    // A curve whose best level is 1 (readings fall with every channel): without a floor the
+    // search seeks down to 1; with floor 3 it never measures below 3 and settles there.
+    let curve = |c: u32| 1000.0 - 50.0 * f64::from(c);
+    let start3 = ConcurrencyConfig { start: 3, ..no_retune() };
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig { floor: 3, ..start3 }).expect("config");
+    let mut d = s.start();
+    let mut seen = vec![];
+    while let Decision::Measure(c) = d {
+        seen.push(c);
+        d = s.next(curve(c)).expect("finite");
+    }
+    assert!(seen.iter().all(|&c| c >= 3), "measured {seen:?}");
+    assert_eq!(d, Decision::Run(3));
+    // The same search without the floor steps down to 1: the test can fail.
+    assert_eq!(settle(start3, curve).0, 1);
+    // A start below the floor is raised to it; a floor above the cap is cut to the cap.
+    let s = ConcurrencySearch::new(ConcurrencyConfig { start: 1, floor: 4, ..no_retune() }).expect("config");
+    assert_eq!(s.start(), Decision::Measure(4));
+    let s = ConcurrencySearch::new(ConcurrencyConfig { start: 1, floor: 40, cap: 8, ..no_retune() }).expect("config");
+    assert_eq!(s.start(), Decision::Measure(8));
+}
+
+#[test]
+fn a_rise_does_not_halve_below_the_floor() {
+    let before = |c: u32| 50.0 * f64::from(c.min(4));
+    let after = |c: u32| 100.0 * f64::from(c.min(4));
+    let cfg = ConcurrencyConfig { start: 4, floor: 3, ..ConcurrencyConfig::default() };
+    let mut s = ConcurrencySearch::new(cfg).expect("config");
+    let mut d = s.start();
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(before(d.cc())).expect("finite");
+    }
+    assert_eq!(d, Decision::Run(4));
+    let mut first = None;
+    for _ in 0..10 {
+        d = s.next(after(d.cc())).expect("finite");
+        if let Decision::Measure(c) = d {
+            first.get_or_insert(c);
+        }
+    }
+    assert_eq!(first, Some(3), "re-tune after a rise started at {first:?}, not max(4/2, floor 3)");
+}

@@ -10,8 +10,9 @@ use anyhow::Context;
 use haul_store::{Outcome, Params, Store, TransferRecord};
 use haul_xfer::checksum::Algorithm;
 use haul_xfer::tls::ClientTls;
-use haul_xfer::autotune::{self, Tunable};
+use haul_xfer::autotune::{self, SampleEstimate, Tunable};
 use haul_tune::cluster::{Cutoffs, Policy};
+use haul_tune::concurrency::Utility;
 use haul_xfer::{Clustering, Endpoint, Options, PathEstimate, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
@@ -79,6 +80,19 @@ pub struct Args {
     /// Highest concurrency --tune may choose.
     #[arg(long, default_value_t = 32)]
     pub tune_cap: u32,
+    /// Lowest concurrency --tune may choose. Default: the number of file-size clusters (the
+    /// fewest channels at which every cluster runs at once), 1 without clusters.
+    #[arg(long)]
+    pub tune_floor: Option<u32>,
+    /// How --tune compares two concurrency levels: `cost:K` (throughput / K^cc: each channel
+    /// must add about (K-1) of the throughput) or `gamma` / `gamma:TOL` (Eq. 3.1 of the thesis,
+    /// tolerance 0.10: a doubling must add 20%).
+    #[arg(long, value_parser = parse_utility, default_value = "cost:1.03")]
+    pub tune_utility: Utility,
+    /// What a --tune search sample reports for its level: `mean` (of its readings) or
+    /// `forecast` (the early-stopping model's, kept within the readings' range).
+    #[arg(long, value_parser = parse_estimate, default_value = "mean")]
+    pub tune_estimate: SampleEstimate,
     /// File-size clusters with per-cluster pipelining and parallelism (pp = BDP/avg size,
     /// p = min(⌈BDP/buffer⌉, ⌈avg size/buffer⌉)): mc (round-robin channels), promc (channels
     /// by cluster bytes) or off. Default: mc with --tune, off otherwise; on, it replaces
@@ -117,6 +131,33 @@ fn parse_clusters(s: &str) -> Result<ClusterMode, String> {
         "promc" => Ok(ClusterMode(Some(Policy::ProMc))),
         "off" | "none" => Ok(ClusterMode(None)),
         _ => Err(format!("unknown cluster policy {s:?}: expected mc, promc or off")),
+    }
+}
+
+fn parse_estimate(s: &str) -> Result<SampleEstimate, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "mean" => Ok(SampleEstimate::Mean),
+        "forecast" => Ok(SampleEstimate::Forecast),
+        _ => Err(format!("unknown sample estimate {s:?}: expected mean or forecast")),
+    }
+}
+
+fn parse_utility(s: &str) -> Result<Utility, String> {
+    let lower = s.to_ascii_lowercase();
+    let u = match lower.split_once(':') {
+        None if lower == "gamma" => Utility::Gamma { tolerance: 0.10 },
+        Some(("gamma", t)) => Utility::Gamma { tolerance: t.parse().map_err(|_| format!("bad tolerance {t:?}"))? },
+        Some(("cost", k)) => Utility::ChannelCost { k: k.parse().map_err(|_| format!("bad per-channel factor {k:?}"))? },
+        _ => return Err(format!("unknown utility {s:?}: expected gamma, gamma:TOL or cost:K")),
+    };
+    let ok = match u {
+        Utility::Gamma { tolerance } => tolerance.is_finite() && tolerance > 0.0,
+        Utility::ChannelCost { k } => k.is_finite() && k >= 1.0,
+    };
+    if ok {
+        Ok(u)
+    } else {
+        Err(format!("utility {s:?} out of range: the tolerance must be > 0, K >= 1"))
     }
 }
 
@@ -262,7 +303,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let view = Watched { t: &t, bar: bar.as_ref(), total };
         match tune_cfg {
             Some((cfg, from_history)) => {
-                let cfg = if from_history { cfg } else { start_at_clusters(cfg, &t) };
+                let cfg = at_clusters(cfg, &t, from_history, args.tune_floor);
                 tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
             }
             None => {
@@ -367,6 +408,8 @@ fn path_estimate(src: &Endpoint, dst: &Endpoint, args: &Args, tls: Option<&Clien
 fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTuneConfig, bool) {
     let mut cfg = autotune::AutoTuneConfig::default();
     cfg.search.cap = args.tune_cap.max(1);
+    cfg.search.utility = args.tune_utility;
+    cfg.estimate = args.tune_estimate;
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     let best = Store::open(&path).ok().and_then(|s| s.best_for_host_pair(&host_of(src), &host_of(dst), "cp").ok().flatten());
     match best.and_then(|r| r.params.concurrency) {
@@ -378,14 +421,20 @@ fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTu
     }
 }
 
-/// Without history, the search starts at the number of file-size clusters rather than 1: the
+/// The search does not go below the number of file-size clusters (or `--tune-floor`): the
 /// smallest concurrency at which Multi-Cluster runs every cluster at once, one channel each
-/// (Alg. 1 of 003). Without clustering it stays at 1.
-fn start_at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer) -> autotune::AutoTuneConfig {
+/// (Alg. 1 of 003). Below it a level is measured on whichever clusters its channels happen to
+/// carry: on the mixed benchmark one channel on a big file reads 750–800 Mb/s and the same
+/// channel on small files 400–550. Without history the search also starts there rather than at
+/// 1. Without clustering both stay at 1.
+fn at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer, from_history: bool, floor: Option<u32>) -> autotune::AutoTuneConfig {
     let clusters = t.clusters().0.len() as u32;
-    cfg.search.start = cfg.search.start.max(clusters).clamp(1, cfg.search.cap);
-    if clusters > 1 {
-        tracing::info!("tuner: no history for this host pair; starting at {clusters} channels, one per cluster");
+    cfg.search.floor = floor.unwrap_or(clusters).clamp(1, cfg.search.cap);
+    if !from_history {
+        cfg.search.start = cfg.search.start.max(clusters).clamp(1, cfg.search.cap);
+        if clusters > 1 {
+            tracing::info!("tuner: no history for this host pair; starting at {clusters} channels, one per cluster");
+        }
     }
     cfg
 }
@@ -484,6 +533,20 @@ fn record(
 #[cfg(test)]
 mod tests {
     use haul_xfer::plan::Job;
+
+    #[test]
+    fn tune_utility_and_estimate_flags_parse() {
+        use super::{parse_estimate, parse_utility, SampleEstimate, Utility};
+        assert_eq!(parse_utility("gamma"), Ok(Utility::Gamma { tolerance: 0.10 }));
+        assert_eq!(parse_utility("GAMMA:0.2"), Ok(Utility::Gamma { tolerance: 0.2 }));
+        assert_eq!(parse_utility("cost:1.03"), Ok(Utility::ChannelCost { k: 1.03 }));
+        for bad in ["cost:0.5", "cost:x", "gamma:0", "gamma:-1", "cost:inf", "cost", "falcon", ""] {
+            assert!(parse_utility(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(parse_estimate("mean"), Ok(SampleEstimate::Mean));
+        assert_eq!(parse_estimate("Forecast"), Ok(SampleEstimate::Forecast));
+        assert!(parse_estimate("median").is_err());
+    }
 
     #[test]
     fn auto_pieces_only_when_few_files_are_big() {
