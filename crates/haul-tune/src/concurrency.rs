@@ -42,6 +42,14 @@ pub fn gamma(cc1: u32, thr1: f64, cc2: u32, thr2: f64, tolerance: f64) -> f64 {
 }
 
 impl Utility {
+    /// True when the parameter is usable: a finite tolerance > 0, a finite k ≥ 1.
+    pub fn is_valid(&self) -> bool {
+        match *self {
+            Utility::Gamma { tolerance } => tolerance.is_finite() && tolerance > 0.0,
+            Utility::ChannelCost { k } => k.is_finite() && k >= 1.0,
+        }
+    }
+
     /// True when level `a` (throughput `ta`) is preferred over `b` (throughput `tb`).
     pub fn better(&self, a: u32, ta: f64, b: u32, tb: f64) -> bool {
         if a == b {
@@ -167,11 +175,7 @@ pub struct ConcurrencySearch {
 impl ConcurrencySearch {
     /// A search; `cap` is clamped to ≥ 1, `floor` to [1, cap] and `start` to [floor, cap].
     pub fn new(mut cfg: ConcurrencyConfig) -> Result<ConcurrencySearch, TuneError> {
-        let ok = match cfg.utility {
-            Utility::Gamma { tolerance } => tolerance.is_finite() && tolerance > 0.0,
-            Utility::ChannelCost { k } => k.is_finite() && k >= 1.0,
-        };
-        if !ok {
+        if !cfg.utility.is_valid() {
             return Err(TuneError::BadParameter {
                 name: "utility",
                 reason: format!("{:?} out of range", cfg.utility),

@@ -150,11 +150,7 @@ fn parse_utility(s: &str) -> Result<Utility, String> {
         Some(("cost", k)) => Utility::ChannelCost { k: k.parse().map_err(|_| format!("bad per-channel factor {k:?}"))? },
         _ => return Err(format!("unknown utility {s:?}: expected gamma, gamma:TOL or cost:K")),
     };
-    let ok = match u {
-        Utility::Gamma { tolerance } => tolerance.is_finite() && tolerance > 0.0,
-        Utility::ChannelCost { k } => k.is_finite() && k >= 1.0,
-    };
-    if ok {
+    if u.is_valid() {
         Ok(u)
     } else {
         Err(format!("utility {s:?} out of range: the tolerance must be > 0, K >= 1"))
@@ -429,9 +425,10 @@ fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTu
 /// 1. Without clustering both stay at 1.
 fn at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer, from_history: bool, floor: Option<u32>) -> autotune::AutoTuneConfig {
     let clusters = t.clusters().0.len() as u32;
-    cfg.search.floor = floor.unwrap_or(clusters).clamp(1, cfg.search.cap);
+    // ConcurrencySearch::new clamps both into [1, cap], the start to at least the floor.
+    cfg.search.floor = floor.unwrap_or(clusters);
     if !from_history {
-        cfg.search.start = cfg.search.start.max(clusters).clamp(1, cfg.search.cap);
+        cfg.search.start = cfg.search.start.max(clusters);
         if clusters > 1 {
             tracing::info!("tuner: no history for this host pair; starting at {clusters} channels, one per cluster");
         }
