@@ -26,6 +26,10 @@ pub struct RunRecord {
     /// left out of the JSON) for a contender without `record`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Option<f64>>,
+    /// The command's stdout, for a contender with `keep_stdout` (whether or not the run
+    /// succeeded); written by [`Report::write_files`], not part of the JSON record.
+    #[serde(skip)]
+    pub stdout: Option<String>,
 }
 
 /// Statistics of one contender over all repetitions.
@@ -186,7 +190,25 @@ impl Report {
                 opt(s.ratio), opt(s.median_peak_rss_kib), csv(&self.unit), cells(&s.median_extra)
             );
         }
-        std::fs::write(dir.join(format!("{stem}-summary.csv")), sum)
+        std::fs::write(dir.join(format!("{stem}-summary.csv")), sum)?;
+        self.write_stdout(dir, stem)
+    }
+
+    /// Writes the kept stdout of each run to `<stem>-stdout/<contender>-rep<N>.txt` (reps from
+    /// 1, as the progress lines count them; characters other than `[A-Za-z0-9._-]` in the
+    /// contender's name become `_`). Nothing is created when no run kept its stdout.
+    fn write_stdout(&self, dir: &Path, stem: &str) -> std::io::Result<()> {
+        let kept: Vec<&RunRecord> = self.runs.iter().filter(|r| r.stdout.is_some()).collect();
+        if kept.is_empty() {
+            return Ok(());
+        }
+        let sub = dir.join(format!("{stem}-stdout"));
+        std::fs::create_dir_all(&sub)?;
+        for r in kept {
+            let name: String = r.contender.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+            std::fs::write(sub.join(format!("{name}-rep{}.txt", r.rep + 1)), r.stdout.as_deref().unwrap_or_default())?;
+        }
+        Ok(())
     }
 }
 
@@ -250,7 +272,7 @@ mod tests {
     use super::*;
 
     fn run(c: &str, rep: u32, value: Option<f64>) -> RunRecord {
-        RunRecord { contender: c.into(), rep, value, elapsed_s: 1.0, peak_rss_kib: 2048, error: value.is_none().then(|| "boom".into()), extra: BTreeMap::new() }
+        RunRecord { contender: c.into(), rep, value, elapsed_s: 1.0, peak_rss_kib: 2048, error: value.is_none().then(|| "boom".into()), extra: BTreeMap::new(), stdout: None }
     }
 
     #[test]

@@ -266,7 +266,7 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
     };
     let timeout = Duration::from_secs_f64(c.timeout_s);
     let extra = metrics.record.iter().map(|(k, _)| (k.clone(), None)).collect();
-    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None, extra };
+    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None, extra, stdout: None };
     if let Some(before) = &c.before {
         let argv = env.shell(&c.host, before, &vars)?;
         if let Err(e) = helper(&argv) {
@@ -278,6 +278,9 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
     let out = exec::run(&argv, timeout).with_context(|| format!("cannot run contender {:?}", c.name))?;
     record.elapsed_s = out.elapsed_s;
     record.peak_rss_kib = out.peak_rss_kib;
+    if c.keep_stdout {
+        record.stdout = Some(out.stdout.clone());
+    }
     if out.timed_out {
         record.error = Some(format!("killed after {}s timeout", c.timeout_s));
     } else if !out.status.success() {
@@ -400,5 +403,54 @@ c = "json:b.c"
         let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
         assert!(rows[0].ends_with(&["ratio", "rss", "MiB", "c", "gone"]), "{table}");
         assert!(rows[1].ends_with(&["7.000", "-"]) && rows[2].ends_with(&["-", "-"]), "{table}");
+    }
+
+    #[test]
+    fn keep_stdout_writes_each_run_of_that_contender_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("k.toml");
+        std::fs::write(
+            &path,
+            r#"
+name = "k"
+repetitions = 2
+baseline = "kept run/1"
+[[contender]]
+name = "kept run/1"
+command = "echo '{{\"a\": {rep}}}'"
+metric = "json:a"
+keep_stdout = true
+[[contender]]
+name = "failing"
+command = "echo partial; exit 3"
+metric = "json:a"
+keep_stdout = true
+[[contender]]
+name = "dropped"
+command = "echo '{{\"a\": 1}}'"
+metric = "json:a"
+"#,
+        )
+        .expect("write");
+        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
+        let report = run(&path, &opts).expect("run");
+        let out = tempfile::tempdir().expect("tempdir");
+        report.write_files(out.path(), "k").expect("write");
+        let sub = out.path().join("k-stdout");
+        let mut names: Vec<String> = std::fs::read_dir(&sub).expect("stdout dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["failing-rep1.txt", "failing-rep2.txt", "kept_run_1-rep1.txt", "kept_run_1-rep2.txt"]);
+        let read = |n: &str| std::fs::read_to_string(sub.join(n)).expect("read");
+        assert_eq!(read("kept_run_1-rep2.txt"), "{\"a\": 1}\n");
+        assert_eq!(read("failing-rep1.txt"), "partial\n", "a failed run's output is kept too");
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("k.json")).expect("read")).expect("json");
+        assert!(json["runs"].as_array().expect("runs").iter().all(|r| r.get("stdout").is_none()), "stdout stays out of the JSON record");
+
+        // Without any kept output no directory is made.
+        let none = tempfile::tempdir().expect("tempdir");
+        let mut report = report;
+        report.runs.iter_mut().for_each(|r| r.stdout = None);
+        report.write_files(none.path(), "k").expect("write");
+        assert!(!none.path().join("k-stdout").exists());
     }
 }

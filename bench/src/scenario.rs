@@ -142,6 +142,11 @@ pub struct Contender {
     /// missing extra value is recorded as missing and does not fail the run.
     #[serde(default)]
     pub record: BTreeMap<String, String>,
+    /// Keep each run's stdout next to the results (`<stem>-stdout/<contender>-rep<N>.txt`), so
+    /// that a slow run's own report (e.g. `haul cp --json`'s per-interval samples and tuning
+    /// steps) can be read after the fact.
+    #[serde(default)]
+    pub keep_stdout: bool,
 }
 
 /// The parsed metrics of one contender.
