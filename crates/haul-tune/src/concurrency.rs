@@ -81,7 +81,9 @@ impl Utility {
 /// Re-tuning after convergence (beyond the thesis).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Retune {
-    /// Relative change from the converged throughput that counts as a move (default 0.20).
+    /// Relative change from the converged throughput that counts as a move (default 0.20). A
+    /// rise must also exceed the search's own sample of the level by as much (see
+    /// [`ConcurrencySearch::rebase`]).
     pub threshold: f64,
     /// Consecutive moved readings needed before re-tuning (default 2, to ignore one-off dips).
     pub consecutive: usize,
@@ -167,6 +169,9 @@ pub struct ConcurrencySearch {
     thr: BTreeMap<u32, f64>,
     last: Decision,
     reference: f64,
+    /// The search's own measurement of the converged level (`reference` before any rebase).
+    #[serde(default)]
+    converged_at: f64,
     drift: usize,
     retunes: usize,
     measured: usize,
@@ -192,6 +197,7 @@ impl ConcurrencySearch {
             thr: BTreeMap::new(),
             last: Decision::Measure(cc),
             reference: 0.0,
+            converged_at: 0.0,
             drift: 0,
             retunes: 0,
             measured: 0,
@@ -216,7 +222,8 @@ impl ConcurrencySearch {
     /// Sets the throughput re-tuning compares against, once converged: a driver that measures
     /// the settled transfer more steadily than the search sample did (which may have caught
     /// new connections' slow-start burst) re-bases on that. Ignored before convergence and for
-    /// non-finite or non-positive values.
+    /// non-finite or non-positive values. Drops are judged against the rebased value; rises
+    /// against both it and the search's own sample of the level.
     pub fn rebase(&mut self, throughput: f64) {
         if self.phase == Phase::Finished && throughput.is_finite() && throughput > 0.0 {
             self.reference = throughput;
@@ -254,8 +261,16 @@ impl ConcurrencySearch {
             }
             Decision::Run(_) => {
                 if let Some(r) = self.cfg.retune {
+                    // A rise is news only if the level now also beats what the search measured
+                    // for it: a rise re-tune looks for fewer channels, and a level that merely
+                    // recovers toward its own search sample has not made channels spare. On a
+                    // lossy 40 ms path the samples caught new connections' slow-start bursts
+                    // (a level settled at 30–60% of its sample), and windows climbing back from
+                    // the decayed reference re-tuned from half the level again and again.
+                    let up = 1.0 + r.threshold;
                     let moved = self.reference > 0.0
-                        && ((throughput - self.reference) / self.reference).abs() > r.threshold;
+                        && (throughput < self.reference * (1.0 - r.threshold)
+                            || (throughput > self.reference * up && throughput > self.converged_at * up));
                     self.drift = if moved { self.drift + 1 } else { 0 };
                     if self.drift >= r.consecutive.max(1) {
                         // Restart Alg. 3 with a fresh memo. After a drop (cross traffic, or a
@@ -329,6 +344,7 @@ impl ConcurrencySearch {
                     } else {
                         self.phase = Phase::Finished;
                         self.reference = self.thr.get(&cc).copied().unwrap_or(0.0);
+                        self.converged_at = self.reference;
                         self.drift = 0;
                     }
                 }

@@ -318,3 +318,36 @@ fn a_rise_does_not_halve_below_the_floor() {
     }
     assert_eq!(first, Some(3), "re-tune after a rise started at {first:?}, not max(4/2, floor 3)");
 }
+
+#[test]
+fn a_recovery_toward_the_search_sample_is_not_a_rise() {
+    // The search measured its levels in new connections' slow-start burst, and the settled
+    // level then ran at a third of its sample, where the driver re-based. Windows climbing back
+    // 25% from that reference are not a rise: the level has not made channels spare.
+    let burst = |c: u32| 100.0 * f64::from(c.min(8));
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig { start: 8, ..ConcurrencyConfig::default() }).expect("config");
+    let mut d = s.start();
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(burst(d.cc())).expect("finite");
+    }
+    let cc = d.cc();
+    assert_eq!(cc, 8);
+    let settled = burst(cc) / 3.0;
+    s.rebase(settled);
+    for _ in 0..5 {
+        d = s.next(settled * 1.25).expect("finite");
+        assert_eq!(d, Decision::Run(cc));
+    }
+    assert_eq!(s.retunes(), 0);
+    // A drop from the rebased reference is still a drop, and a rise past the search's own
+    // sample is still a rise.
+    let mut t = s.clone();
+    for _ in 0..2 {
+        d = t.next(settled * 0.7).expect("finite");
+    }
+    assert_eq!((d, t.retunes()), (Decision::Measure(8), 1));
+    for _ in 0..2 {
+        d = s.next(burst(cc) * 1.25).expect("finite");
+    }
+    assert_eq!((d, s.retunes()), (Decision::Measure(4), 1));
+}

@@ -79,7 +79,8 @@ pub struct AutoTuneConfig {
     /// After the search lowers the concurrency, seconds to wait for the extra sessions to
     /// finish their batches before the lower level is measured. A level still not in effect by
     /// then (a session busy with a big file) counts as no better than the levels around it:
-    /// the search does not step down to channels it cannot release. Before this, a search on a
+    /// the search does not step down to channels it cannot release; a converged level's watch
+    /// starts after the same wait at most. Before this, a search on a
     /// tree with 0.7–1 GB files "measured" cc 1 at the full rate of the 3–4 sessions still
     /// running, settled there, and ran the rest of the transfer at 280–490 Mb/s. 0 measures a
     /// lowered level at once, as before.
@@ -118,7 +119,7 @@ impl Default for AutoTuneConfig {
             watch_s: 1.0,
             min_window_s: 1.0,
             drain_s: 3.0,
-            estimate: SampleEstimate::Mean,
+            estimate: SampleEstimate::default(),
         }
     }
 }
@@ -173,14 +174,14 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
         let mut unmeasurable = false;
         if let Some((until, waited)) = drain {
             if crowded(decision.cc()) {
-                // A search sample gives up at `until`; a converged level waits longer (5×
-                // `drain_s` in all) so that its watch reference is taken at that level, but not
-                // so long that one big file turns re-tuning off.
-                let give_up = match decision {
-                    Decision::Run(_) => until + 4.0 * cfg.drain_s,
-                    Decision::Measure(_) => until,
-                };
-                if s.t_s < give_up {
+                // Both a search sample and a converged level give up at `until`. A converged
+                // level used to wait 5× `drain_s` so that its watch reference was taken at that
+                // level, but the watch is blind meanwhile: on a lossy 40 ms path a level settled
+                // at 8 fell from 870 to 300 Mb/s as its connections left slow start, unwatched
+                // for 15 s, and the reference then taken at 300 saw no drop: the first re-tune
+                // came 29 s after convergence (bench/results/retune-netem-20261122T221639Z,
+                // tuned-r3).
+                if s.t_s < until {
                     drain = Some((until, true));
                     continue;
                 }
@@ -341,7 +342,8 @@ mod tests {
     }
 
     /// Sessions leave only after `linger` seconds (a big file each): a lower target is not in
-    /// effect until then. Each running session gets 500 Mb/s of a 1 Gb/s link.
+    /// effect until then. Each running session gets `per` bit/s of a 1 Gb/s link; from transfer
+    /// time `fade_from` on, everything fades linearly to 30% over 10 s.
     struct Lingering {
         target: Cell<u32>,
         running: Cell<u32>,
@@ -349,6 +351,23 @@ mod tests {
         linger: f64,
         t: Cell<f64>,
         trace: std::cell::RefCell<Vec<(f64, u32)>>,
+        per: f64,
+        fade_from: f64,
+    }
+
+    impl Lingering {
+        fn new(linger: f64, per: f64, fade_from: f64) -> Self {
+            Lingering {
+                target: Cell::new(0),
+                running: Cell::new(0),
+                lowered_at: Cell::new(0.0),
+                linger,
+                t: Cell::new(0.0),
+                trace: Default::default(),
+                per,
+                fade_from,
+            }
+        }
     }
 
     impl Tunable for Lingering {
@@ -370,7 +389,8 @@ mod tests {
                 self.running.set(self.target.get());
             }
             self.trace.borrow_mut().push((t, self.running.get()));
-            let bps = (f64::from(self.running.get()) * 5e8).min(1e9);
+            let fade = if t < self.fade_from { 1.0 } else { (1.0 - 0.07 * (t - self.fade_from)).max(0.3) };
+            let bps = (f64::from(self.running.get()) * self.per).min(1e9) * fade;
             Some(Sample { t_s: t, bytes: (bps * 0.1 / 8.0) as u64, bps })
         }
         fn finished(&self) -> bool {
@@ -387,14 +407,7 @@ mod tests {
         // that believed a lowered target at once would "measure" cc 1 at 1 Gb/s (the old
         // sessions still running) and settle there, at half the link once they leave.
         let run = |linger: f64, drain_s: f64| {
-            let s = Lingering {
-                target: Cell::new(0),
-                running: Cell::new(0),
-                lowered_at: Cell::new(0.0),
-                linger,
-                t: Cell::new(0.0),
-                trace: Default::default(),
-            };
+            let s = Lingering::new(linger, 5e8, f64::INFINITY);
             let cfg = AutoTuneConfig { drain_s, search: ConcurrencyConfig { start: 4, ..Default::default() }, ..Default::default() };
             let steps = drive(&s, &cfg, 0.1).unwrap();
             let late: Vec<u32> = s.trace.borrow().iter().filter(|(t, _)| *t > 10.0).map(|x| x.1).collect();
@@ -413,6 +426,26 @@ mod tests {
         // seen for what it is (half the link) and not chosen either.
         let (steps, late) = run(1.0, 3.0);
         assert!(late.iter().all(|&c| c >= 2), "{steps:?}");
+    }
+
+    #[test]
+    fn a_converged_level_is_watched_while_lowered_sessions_linger() {
+        // The search settles at 8 after the probes below 16 never took effect (sessions linger
+        // 20 s), and from then on the level fades to 30%, as a lossy path's new connections
+        // leave slow start. The watch must see the fade while the sessions drain: when it
+        // waited up to 5 × drain_s for them and only then took its reference, at the faded
+        // rate, no drop was ever seen.
+        let run = |fade_from: f64| {
+            let s = Lingering::new(20.0, 120e6, fade_from);
+            drive(&s, &AutoTuneConfig::default(), 0.1).unwrap()
+        };
+        let steps = run(f64::INFINITY);
+        let conv = steps.iter().find(|x| x.converged).expect("the search converges");
+        assert_eq!((conv.next, steps.iter().filter(|x| x.not_in_effect).count()), (8, 2), "{steps:?}");
+        let t_conv = conv.t_s;
+        let steps = run(t_conv);
+        let retune = steps.iter().find(|x| x.t_s > t_conv + 1e-9).map(|x| x.t_s - t_conv);
+        assert!(retune.is_some_and(|dt| dt <= 10.0), "first re-tune sample {retune:?} s after convergence at {t_conv:.1} s: {steps:?}");
     }
 
     /// After each change the readings climb for a second, as new channels open and leave slow
