@@ -191,8 +191,7 @@ fn parse_piece(s: &str) -> Result<PieceSize, String> {
 /// (docs/benchmarks.md). 16 sits between and is half the default `--tune-cap`.
 const AUTO_MAX_SPLIT_FILES: usize = 16;
 
-fn auto_piece(piece: Option<u64>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
-    let n = piece?;
+fn auto_piece(n: u64, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
     let big = jobs.iter().filter(|j| haul_xfer::plan::piece_count(j.size, n) > 0).count();
     (big < AUTO_MAX_SPLIT_FILES).then_some(n)
 }
@@ -201,7 +200,7 @@ fn auto_piece(piece: Option<u64>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> 
 fn piece_bytes(p: PieceSize, clustering: Option<&Clustering>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
     match (p, clustering) {
         (PieceSize::Bytes(n), _) => Some(n),
-        (PieceSize::Auto, Some(c)) => auto_piece(Some(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30)), jobs),
+        (PieceSize::Auto, Some(c)) => auto_piece(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30), jobs),
         _ => None,
     }
 }
@@ -548,11 +547,10 @@ mod tests {
     #[test]
     fn auto_pieces_only_when_few_files_are_big() {
         let big = |n: usize| (0..n).map(|i| Job::new(format!("s{i}"), format!("d{i}"), 300 << 20)).collect::<Vec<_>>();
-        assert_eq!(super::auto_piece(Some(64 << 20), &big(5)), Some(64 << 20));
-        assert_eq!(super::auto_piece(Some(64 << 20), &big(20)), None);
-        assert_eq!(super::auto_piece(None, &big(5)), None);
+        assert_eq!(super::auto_piece(64 << 20, &big(5)), Some(64 << 20));
+        assert_eq!(super::auto_piece(64 << 20, &big(20)), None);
         let mut mixed = big(3);
         mixed.extend((0..40).map(|i| Job::new(format!("t{i}"), format!("e{i}"), 1 << 20)));
-        assert_eq!(super::auto_piece(Some(64 << 20), &mixed), Some(64 << 20), "small files do not count");
+        assert_eq!(super::auto_piece(64 << 20, &mixed), Some(64 << 20), "small files do not count");
     }
 }
