@@ -265,8 +265,9 @@ impl ConcurrencySearch {
                     // for it: a rise re-tune looks for fewer channels, and a level that merely
                     // recovers toward its own search sample has not made channels spare. On a
                     // lossy 40 ms path the samples caught new connections' slow-start bursts
-                    // (a level settled at 30–60% of its sample), and windows climbing back from
-                    // the decayed reference re-tuned from half the level again and again.
+                    // (5–10 s after convergence a level carried a median 40% of its sample), and
+                    // windows climbing back from the decayed reference re-tuned from half the
+                    // level again and again.
                     let up = 1.0 + r.threshold;
                     let moved = self.reference > 0.0
                         && (throughput < self.reference * (1.0 - r.threshold)
