@@ -15,11 +15,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 a=$1 b=$2 rounds=${3:-6}
 export LEVELS=${LEVELS:-32}
 dirs=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for r in $(seq 1 "$rounds"); do
     if (( r % 2 == 1 )); then order="$a $b"; else order="$b $a"; fi
     for bin in $order; do
-        echo "[$(date +%T)] round $r: $bin/haul"
-        out=$(BIN=$bin REPS=1 "$here/retune-netem.sh" 2>&1 | tee /dev/stderr | sed -n 's/.*results in \(.*\)$/\1/p' | tail -1)
+        echo "[$(date +%T)] round $r: $bin/haul" >&2
+        # The script's log goes to stderr as it runs (tee to the open fd: `tee /dev/stderr`
+        # would reopen, and truncate, a log file that stderr is redirected to).
+        BIN=$bin REPS=1 "$here/retune-netem.sh" 2>&1 | tee "$log" >&2
+        out=$(sed -n 's/.*results in \(.*\)$/\1/p' "$log" | tail -1)
         [ -n "$out" ] && dirs+=("$out")
     done
 done
