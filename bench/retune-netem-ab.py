@@ -5,40 +5,23 @@ Usage: retune-netem-ab.py DIR...   (as bench/retune-netem-ab.sh leaves them)
 
 The static runs of all directories are pooled: the new best is the median `steady` rate of
 every static run with cross traffic, the old best that of every run without. Each tuned run is
-then judged against the pooled new best, with the same definitions as retune-netem-summary.py
-(t85: first end of a 2 s window, at least 2 s after the change, whose mean is >= 85% of the new
-best; held: the same, staying so for the next 5 s), and the runs are grouped by the haul binary
-each directory's config.json names.
+then judged against the pooled new best with retune-netem-summary.py's own functions (t85: first
+end of a 2 s window, wholly after the change, whose mean is >= 85% of the new best; held: the
+same, staying so for the next 5 s), and the runs are grouped by the haul binary each directory's
+config.json names.
 """
 
 import csv
+import importlib.util
 import json
 import statistics
 import sys
 from pathlib import Path
 
-GOAL, ROLL_S, HOLD_S = 0.85, 2.0, 5.0
-
-
-def t85(samples, change, best):
-    xs = [(x["t_s"], x["bps"]) for x in samples]
-    ends = [t for t, _ in xs if t >= change + ROLL_S]
-
-    def roll(end):
-        w = [b for t, b in xs if end - ROLL_S < t <= end + 1e-9]
-        return sum(w) / len(w) if w else 0.0
-
-    first = held = None
-    for end in ends:
-        if roll(end) < GOAL * best:
-            continue
-        if first is None:
-            first = end - change
-        later = [u for u in ends if end <= u <= end + HOLD_S]
-        if ends[-1] >= end + HOLD_S and all(roll(u) >= GOAL * best for u in later):
-            held = end - change
-            break
-    return first, held
+# The definitions live in retune-netem-summary.py (a hyphenated name: loaded by path).
+_spec = importlib.util.spec_from_file_location("retune_summary", Path(__file__).with_name("retune-netem-summary.py"))
+summ = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(summ)
 
 
 def main(dirs):
@@ -54,13 +37,14 @@ def main(dirs):
     best = statistics.median(on)
     mb = lambda v: f"{v / 1e6:.0f}"
     print(f"pooled static runs: old best {mb(statistics.median(off))} Mb/s ({len(off)} runs), "
-          f"new best {mb(best)} Mb/s ({len(on)} runs); 85% = {mb(GOAL * best)}")
+          f"new best {mb(best)} Mb/s ({len(on)} runs); 85% = {mb(summ.GOAL * best)}")
     for binary, rs in runs.items():
         print(binary)
         conv, pre, mid, whole, first_ok, held_ok = [], [], [], [], 0, 0
         for d, t in rs:
             doc = json.loads((d / "tuned" / f"{t['name']}.json").read_text())
-            first, held = t85(doc["samples"], t["change_t"], best)
+            ends, ok_at = summ.goal_windows(summ.clean(doc["samples"]), t["change_t"], best)
+            first, held = summ.goal_times(ends, ok_at, t["change_t"])
             fmt = lambda v: "-" if v is None else f"{v:.1f}"
             print(f"  {d.name} {t['name']}: first search {t['conv_t']:.1f} s (cc {t['conv_cc']}), "
                   f"{mb(t['pre_bps'])} Mb/s before the change, cc {t['cc_at_change']} at it; "

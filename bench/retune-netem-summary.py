@@ -110,6 +110,24 @@ def window_mean(samples: list, lo: float, hi: float) -> float:
     return mean_rate([s for s in samples if lo < s["t_s"] <= hi + 1e-6])
 
 
+def goal_windows(samples: list, change: float, best: float):
+    """The ends of the 2 s rolling windows wholly after `change` (cleaned samples), and for each
+    whether its mean reaches GOAL x `best`."""
+    ends = [s["t_s"] for s in samples if s["t_s"] >= change + ROLL_S - 1e-9]
+    return ends, {t: window_mean(samples, t - ROLL_S, t) >= GOAL * best for t in ends}
+
+
+def goal_times(ends: list, ok_at: dict, change: float):
+    """(t85, t85 held) after `change` from goal_windows(): the first window end that reaches the
+    goal, and the first from which every window end in the next HOLD_S does (None: never)."""
+    first = next((t - change for t in ends if ok_at[t]), None)
+    for t in ends:
+        span = [u for u in ends if t <= u <= t + HOLD_S + 1e-9]
+        if span and span[-1] >= t + HOLD_S - 0.25 and all(ok_at[u] for u in span):
+            return first, t - change
+    return first, None
+
+
 def log_concurrency(log: Path, start: float) -> list:
     """(t, cc) of every `tuner: concurrency N` line, t relative to the transfer start."""
     out = []
@@ -286,25 +304,8 @@ def main() -> None:
             r["cc_at_change"] = cc_at(change)
             r["cc_at_change_15"] = cc_at(change + 15)
             r["cc_at_change_30"] = cc_at(change + 30)
-            # Rolling 2 s mean after the change.
-            t85 = None
-            for s in samples:
-                t = s["t_s"]
-                if t < change + ROLL_S - 1e-9:
-                    continue
-                if window_mean(samples, t - ROLL_S, t) >= GOAL * new_best[1]:
-                    t85 = t - change
-                    break
-            r["t85_s"] = t85
-            # The same, but the 2 s rolling mean must then stay >= 85% for HOLD_S.
-            ends = [s["t_s"] for s in samples if s["t_s"] >= change + ROLL_S - 1e-9]
-            ok_at = {t: window_mean(samples, t - ROLL_S, t) >= GOAL * new_best[1] for t in ends}
-            r["t85_hold_s"] = None
-            for t in ends:
-                span = [u for u in ends if t <= u <= t + HOLD_S + 1e-9]
-                if span and span[-1] >= t + HOLD_S - 0.25 and all(ok_at[u] for u in span):
-                    r["t85_hold_s"] = t - change
-                    break
+            ends, ok_at = goal_windows(samples, change, new_best[1])
+            r["t85_s"], r["t85_hold_s"] = goal_times(ends, ok_at, change)
             win = [t for t in ends if change + 15 < t <= change + 30 + 1e-6]
             r["share_85_15_30"] = sum(ok_at[t] for t in win) / len(win) if win else None
             r["frac_15_30"] = window_mean(samples, change + 15, change + 30) / new_best[1]
