@@ -278,9 +278,6 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
     let out = exec::run(&argv, timeout).with_context(|| format!("cannot run contender {:?}", c.name))?;
     record.elapsed_s = out.elapsed_s;
     record.peak_rss_kib = out.peak_rss_kib;
-    if c.keep_stdout {
-        record.stdout = Some(out.stdout.clone());
-    }
     if out.timed_out {
         record.error = Some(format!("killed after {}s timeout", c.timeout_s));
     } else if !out.status.success() {
@@ -302,12 +299,22 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
             }
         }
     }
+    record.stdout = c.keep_stdout.then_some(out.stdout);
     Ok(record)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs the scenario `text` on loopback (with `/bin/true` as haul) and returns its report.
+    fn run_scenario(text: &str) -> Report {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).expect("write");
+        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
+        run(&path, &opts).expect("run")
+    }
 
     #[test]
     fn netem_prefix_selects_prefix_and_state_dir() {
@@ -340,10 +347,7 @@ mod tests {
 
     #[test]
     fn record_reads_extra_metrics_from_the_same_run() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("r.toml");
-        std::fs::write(
-            &path,
+        let report = run_scenario(
             r#"
 name = "r"
 repetitions = 2
@@ -365,10 +369,7 @@ metric = "json:a"
 [contender.record]
 c = "json:b.c"
 "#,
-        )
-        .expect("write");
-        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
-        let report = run(&path, &opts).expect("run");
+        );
         assert_eq!(report.runs.len(), 6);
         let j = &report.runs[0];
         assert_eq!((j.contender.as_str(), j.value, j.error.as_deref()), ("j", Some(10.0), None), "a missing extra does not fail the run");
@@ -407,10 +408,7 @@ c = "json:b.c"
 
     #[test]
     fn keep_stdout_writes_each_run_of_that_contender_only() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("k.toml");
-        std::fs::write(
-            &path,
+        let report = run_scenario(
             r#"
 name = "k"
 repetitions = 2
@@ -430,10 +428,7 @@ name = "dropped"
 command = "echo '{{\"a\": 1}}'"
 metric = "json:a"
 "#,
-        )
-        .expect("write");
-        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
-        let report = run(&path, &opts).expect("run");
+        );
         let out = tempfile::tempdir().expect("tempdir");
         report.write_files(out.path(), "k").expect("write");
         let sub = out.path().join("k-stdout");
