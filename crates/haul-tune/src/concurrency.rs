@@ -82,7 +82,8 @@ impl Utility {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Retune {
     /// Relative change from the converged throughput that counts as a move (default 0.20). A
-    /// rise must also exceed the search's own sample of the level by as much (see
+    /// rise must exceed both the rebased reference and the search's own sample of the level by
+    /// as much; a drop is measured from the higher of the two (see
     /// [`ConcurrencySearch::rebase`]).
     pub threshold: f64,
     /// Consecutive moved readings needed before re-tuning (default 2, to ignore one-off dips).
@@ -222,8 +223,9 @@ impl ConcurrencySearch {
     /// Sets the throughput re-tuning compares against, once converged: a driver that measures
     /// the settled transfer more steadily than the search sample did (which may have caught
     /// new connections' slow-start burst) re-bases on that. Ignored before convergence and for
-    /// non-finite or non-positive values. Drops are judged against the rebased value; rises
-    /// against both it and the search's own sample of the level.
+    /// non-finite or non-positive values. A rise must beat both the rebased value and the
+    /// search's own sample of the level; a drop is judged against the higher of the two, so a
+    /// level that settles well below its sample is searched again.
     pub fn rebase(&mut self, throughput: f64) {
         if self.phase == Phase::Finished && throughput.is_finite() && throughput > 0.0 {
             self.reference = throughput;
@@ -268,10 +270,18 @@ impl ConcurrencySearch {
                     // (5–10 s after convergence a level carried a median 40% of its sample), and
                     // windows climbing back from the decayed reference re-tuned from half the
                     // level again and again.
+                    //
+                    // A drop is judged against the higher of the two. A level that settles well
+                    // below its own sample was measured in a burst: the sample that made the
+                    // search stop there does not hold, so the search runs again from the level,
+                    // which it now measures steady. On the same path a level settled at 8 from an
+                    // 820 Mb/s sample faded to 340 Mb/s before the watch's first window, and the
+                    // reference taken there saw no drop for 70 s
+                    // (bench/results/retune-netem-20261123T000903Z).
                     let up = 1.0 + r.threshold;
-                    let moved = self.reference > 0.0
-                        && (throughput < self.reference * (1.0 - r.threshold)
-                            || (throughput > self.reference * up && throughput > self.converged_at * up));
+                    let rise = throughput > self.reference * up && throughput > self.converged_at * up;
+                    let drop = throughput < self.reference.max(self.converged_at) * (1.0 - r.threshold);
+                    let moved = self.reference > 0.0 && (rise || drop);
                     self.drift = if moved { self.drift + 1 } else { 0 };
                     if self.drift >= r.consecutive.max(1) {
                         // Restart Alg. 3 with a fresh memo. After a drop (cross traffic, or a
@@ -283,7 +293,7 @@ impl ConcurrencySearch {
                         self.drift = 0;
                         self.thr.clear();
                         self.phase = Phase::FastIncrease;
-                        if throughput > self.reference {
+                        if rise && !drop {
                             self.cc = (self.cc / 2).max(self.cfg.floor);
                         }
                     }

@@ -216,18 +216,21 @@ fn rebase_moves_the_retune_reference_only_after_convergence() {
     let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).unwrap();
     s.rebase(5.0);
     let mut d = s.start();
-    // A flat curve converges quickly; its search estimates were an inflated 900.
+    // A flat curve converges quickly; its search samples caught the ramp-up at 500, and the
+    // settled level carries 900.
     while !matches!(d, Decision::Run(_)) {
-        d = s.next(900.0).unwrap();
+        d = s.next(500.0).unwrap();
     }
-    s.rebase(500.0);
-    // 450 is 10% off the re-based 500 (no re-tune) but 50% off 900 (it would re-tune).
+    s.rebase(900.0);
+    // 800 is 11% off the re-based 900 (no re-tune) and 60% above the sample, which is no rise
+    // against the re-based reference.
     for _ in 0..4 {
-        assert!(matches!(s.next(450.0).unwrap(), Decision::Run(_)));
+        assert!(matches!(s.next(800.0).unwrap(), Decision::Run(_)));
     }
     assert_eq!(s.retunes(), 0);
-    assert!(matches!(s.next(300.0).unwrap(), Decision::Run(_)));
-    assert!(matches!(s.next(300.0).unwrap(), Decision::Measure(_)), "40% off twice: re-tune");
+    // 650 is 28% off the re-based 900, though 30% above the sample: a drop.
+    assert!(matches!(s.next(650.0).unwrap(), Decision::Run(_)));
+    assert!(matches!(s.next(650.0).unwrap(), Decision::Measure(_)), "28% off twice: re-tune");
     assert_eq!(s.retunes(), 1);
 }
 
@@ -323,7 +326,9 @@ fn a_rise_does_not_halve_below_the_floor() {
 fn a_recovery_toward_the_search_sample_is_not_a_rise() {
     // The search measured its levels in new connections' slow-start burst, and the settled
     // level then ran at a third of its sample, where the driver re-based. Windows climbing back
-    // 25% from that reference are not a rise: the level has not made channels spare.
+    // 25% from that reference are not a rise: the level has not made channels spare, so the
+    // search must not restart from half of it. (They are still far below the sample, which is
+    // a drop: see `a_level_settling_far_below_its_sample_is_searched_again`.)
     let burst = |c: u32| 100.0 * f64::from(c.min(8));
     let mut s = ConcurrencySearch::new(ConcurrencyConfig { start: 8, ..ConcurrencyConfig::default() }).expect("config");
     let mut d = s.start();
@@ -334,13 +339,13 @@ fn a_recovery_toward_the_search_sample_is_not_a_rise() {
     assert_eq!(cc, 8);
     let settled = burst(cc) / 3.0;
     s.rebase(settled);
-    for _ in 0..5 {
-        d = s.next(settled * 1.25).expect("finite");
-        assert_eq!(d, Decision::Run(cc));
+    let mut t = s.clone();
+    for _ in 0..2 {
+        d = t.next(settled * 1.25).expect("finite");
     }
-    assert_eq!(s.retunes(), 0);
-    // A drop from the rebased reference is still a drop, and a rise past the search's own
-    // sample is still a rise.
+    assert_eq!((d, t.retunes()), (Decision::Measure(cc), 1), "not halved");
+    // A drop from the rebased reference is a drop, and a rise past the search's own sample is
+    // a rise.
     let mut t = s.clone();
     for _ in 0..2 {
         d = t.next(settled * 0.7).expect("finite");
@@ -350,4 +355,49 @@ fn a_recovery_toward_the_search_sample_is_not_a_rise() {
         d = s.next(burst(cc) * 1.25).expect("finite");
     }
     assert_eq!((d, s.retunes()), (Decision::Measure(4), 1));
+}
+
+#[test]
+fn a_level_settling_far_below_its_sample_is_searched_again() {
+    // Each level's sample reads its new connections' burst (the link, 800), but a level then
+    // carries only 40 a connection, as on a lossy path where CUBIC flows sustain a fraction of
+    // their slow-start rate. The watch re-bases at the faded rate right away and the readings
+    // stay there: the sample that stopped the search does not hold, so the search runs again
+    // upward from the level, measuring it steady this time.
+    let burst = |c: u32| 100.0 * f64::from(c.min(8));
+    let steady = |c: u32| 40.0 * f64::from(c);
+    let search = || {
+        ConcurrencySearch::new(ConcurrencyConfig {
+            start: 8,
+            utility: Utility::ChannelCost { k: 1.03 },
+            ..ConcurrencyConfig::default()
+        })
+        .expect("config")
+    };
+    let mut s = search();
+    let mut d = s.start();
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(burst(d.cc())).expect("finite");
+    }
+    assert_eq!(d, Decision::Run(8));
+    s.rebase(steady(8));
+    for _ in 0..2 {
+        d = s.next(steady(8)).expect("finite");
+    }
+    assert_eq!((d, s.retunes()), (Decision::Measure(8), 1), "a settled level at 40% of its sample is re-searched");
+    // The level is measured steady now, and the search doubles from it.
+    d = s.next(steady(8)).expect("finite");
+    assert_eq!(d, Decision::Measure(16));
+    // Once a level's sample is its steady rate, staying there is not a drop.
+    let mut s = search();
+    let mut d = s.start();
+    while !matches!(d, Decision::Run(_)) {
+        d = s.next(steady(d.cc()).min(320.0)).expect("finite");
+    }
+    let cc = d.cc();
+    s.rebase(steady(cc).min(320.0) * 0.9);
+    for _ in 0..10 {
+        d = s.next(steady(cc).min(320.0) * 0.9).expect("finite");
+    }
+    assert_eq!((d, s.retunes()), (Decision::Run(cc), 0));
 }

@@ -448,6 +448,59 @@ mod tests {
         assert!(retune.is_some_and(|dt| dt <= 10.0), "first re-tune sample {retune:?} s after convergence at {t_conv:.1} s: {steps:?}");
     }
 
+    /// A lossy long path: each channel sustains `steady` bit/s, but a new channel's slow start
+    /// overshoots to `burst` for its first `hold` seconds; the link caps the sum. Lowering
+    /// closes the newest channels at once.
+    struct Bursting {
+        opened: std::cell::RefCell<Vec<f64>>,
+        t: Cell<f64>,
+        steady: f64,
+        burst: f64,
+        hold: f64,
+    }
+
+    impl Bursting {
+        fn rate(&self, t: f64) -> f64 {
+            let per = |o: &f64| if t - o < self.hold { self.burst } else { self.steady };
+            self.opened.borrow().iter().map(per).sum::<f64>().min(1e9)
+        }
+    }
+
+    impl Tunable for Bursting {
+        fn set_concurrency(&self, n: u32) {
+            let mut o = self.opened.borrow_mut();
+            let now = self.t.get();
+            o.resize(n as usize, now);
+        }
+        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
+            let t = self.t.get() + 0.2;
+            self.t.set(t);
+            let bps = self.rate(t);
+            Some(Sample { t_s: t, bytes: (bps * 0.2 / 8.0) as u64, bps })
+        }
+        fn finished(&self) -> bool {
+            self.t.get() >= 60.0
+        }
+    }
+
+    #[test]
+    fn levels_measured_in_slow_start_bursts_are_searched_again() {
+        // 40 Mb/s a channel steady (the link needs 25), 400 Mb/s for a new channel's first
+        // 2.5 s: samples read the burst, and the first search stops at 4 (1 → 2 → 4 → 8 → 6),
+        // whose channels have aged out of it by the time the level is watched. Before drops were judged against
+        // the search's own sample, the watch re-based on the faded rate and the transfer ran at
+        // 4 channels and 160 Mb/s to the end, after 1 search; now it climbs 4 → 8 → 16 → 18 → 20
+        // and ends at 800 Mb/s after 5 searches (a level is kept once it holds 80% of its sample).
+        let s = Bursting { opened: Default::default(), t: Cell::new(0.0), steady: 40e6, burst: 400e6, hold: 2.5 };
+        let steps = drive(&s, &AutoTuneConfig::default(), 0.2).unwrap();
+        let first = steps.iter().find(|x| x.converged).expect("the search converges");
+        assert!(first.next <= 8, "the first search stops low: {steps:?}");
+        let cc = s.opened.borrow().len();
+        let searches = steps.iter().filter(|x| x.converged).count();
+        assert!(s.rate(60.0) >= 0.7e9, "ends at {cc} channels, {:.0} Mb/s: {steps:?}", s.rate(60.0) / 1e6);
+        assert!(searches <= 6, "{searches} searches: {steps:?}");
+    }
+
     /// After each change the readings climb for a second, as new channels open and leave slow
     /// start, then level off: the shape of a live sample on the 1 Gb/s, 40 ms path (one such
     /// sample read 377–472 Mb/s, then 853, 950, 972, 959, and AR(2)'s forecast put it at 54).
