@@ -217,7 +217,10 @@ impl BlockDecoder {
 mod tests {
     use super::*;
 
-    fn decode_all(mut input: &[u8]) -> Result<(Vec<Header>, Vec<(u64, Vec<u8>)>), ModeEError> {
+    /// Every header and every (offset, bytes) data chunk of a decoded stream.
+    type Decoded = (Vec<Header>, Vec<(u64, Vec<u8>)>);
+
+    fn decode_all(mut input: &[u8]) -> Result<Decoded, ModeEError> {
         let mut d = BlockDecoder::new();
         let mut heads = Vec::new();
         let mut data = Vec::new();
