@@ -170,9 +170,6 @@ pub struct ConcurrencySearch {
     thr: BTreeMap<u32, f64>,
     last: Decision,
     reference: f64,
-    /// The search's own measurement of the converged level (`reference` before any rebase).
-    #[serde(default)]
-    converged_at: f64,
     drift: usize,
     retunes: usize,
     measured: usize,
@@ -198,7 +195,6 @@ impl ConcurrencySearch {
             thr: BTreeMap::new(),
             last: Decision::Measure(cc),
             reference: 0.0,
-            converged_at: 0.0,
             drift: 0,
             retunes: 0,
             measured: 0,
@@ -279,8 +275,9 @@ impl ConcurrencySearch {
                     // reference taken there saw no drop for 70 s
                     // (bench/results/retune-netem-20261123T000903Z).
                     let up = 1.0 + r.threshold;
-                    let rise = throughput > self.reference * up && throughput > self.converged_at * up;
-                    let drop = throughput < self.reference.max(self.converged_at) * (1.0 - r.threshold);
+                    let sampled = self.sampled();
+                    let rise = throughput > self.reference * up && throughput > sampled * up;
+                    let drop = throughput < self.reference.max(sampled) * (1.0 - r.threshold);
                     let moved = self.reference > 0.0 && (rise || drop);
                     self.drift = if moved { self.drift + 1 } else { 0 };
                     if self.drift >= r.consecutive.max(1) {
@@ -302,6 +299,12 @@ impl ConcurrencySearch {
         }
         self.last = self.plan();
         Ok(self.last)
+    }
+
+    /// The search's own sample of the current level (once converged, the memo still holds the
+    /// sample it settled on: `reference` before any rebase); 0 if it has none.
+    fn sampled(&self) -> f64 {
+        self.thr.get(&self.cc).copied().unwrap_or(0.0)
     }
 
     fn better(&self, a: u32, b: u32) -> bool {
@@ -354,8 +357,7 @@ impl ConcurrencySearch {
                         self.cc = hi;
                     } else {
                         self.phase = Phase::Finished;
-                        self.reference = self.thr.get(&cc).copied().unwrap_or(0.0);
-                        self.converged_at = self.reference;
+                        self.reference = self.sampled();
                         self.drift = 0;
                     }
                 }

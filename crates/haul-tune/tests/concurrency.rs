@@ -6,17 +6,23 @@ use haul_tune::concurrency::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Runs the search on `curve` until it settles; returns (final cc, samples).
-fn settle(cfg: ConcurrencyConfig, curve: impl Fn(u32) -> f64) -> (u32, usize) {
-    let mut s = ConcurrencySearch::new(cfg).expect("config");
+/// Feeds a fresh search `curve` until it settles; returns the level it runs at.
+fn converge(s: &mut ConcurrencySearch, curve: impl Fn(u32) -> f64) -> u32 {
     let mut d = s.start();
     for _ in 0..100 {
         if let Decision::Run(cc) = d {
-            return (cc, s.samples());
+            return cc;
         }
         d = s.next(curve(d.cc())).expect("finite");
     }
     panic!("search did not settle: {s:?}");
+}
+
+/// Runs the search on `curve` until it settles; returns (final cc, samples).
+fn settle(cfg: ConcurrencyConfig, curve: impl Fn(u32) -> f64) -> (u32, usize) {
+    let mut s = ConcurrencySearch::new(cfg).expect("config");
+    let cc = converge(&mut s, curve);
+    (cc, s.samples())
 }
 
 fn no_retune() -> ConcurrencyConfig {
@@ -215,12 +221,9 @@ fn bad_input_is_rejected() {
 fn rebase_moves_the_retune_reference_only_after_convergence() {
     let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).unwrap();
     s.rebase(5.0);
-    let mut d = s.start();
     // A flat curve converges quickly; its search samples caught the ramp-up at 500, and the
     // settled level carries 900.
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(500.0).unwrap();
-    }
+    converge(&mut s, |_| 500.0);
     s.rebase(900.0);
     // 800 is 11% off the re-based 900 (no re-tune) and 60% above the sample, which is no rise
     // against the re-based reference.
@@ -238,10 +241,7 @@ fn rebase_moves_the_retune_reference_only_after_convergence() {
 /// the re-tune and the samples the re-tune took to settle.
 fn retune_on(before: impl Fn(u32) -> f64, after: impl Fn(u32) -> f64) -> (u32, u32, usize) {
     let mut s = ConcurrencySearch::new(ConcurrencyConfig::default()).expect("config");
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(before(d.cc())).expect("finite");
-    }
+    let mut d = Decision::Run(converge(&mut s, &before));
     let settled = s.samples();
     let mut first = None;
     for _ in 0..100 {
@@ -307,10 +307,7 @@ fn a_rise_does_not_halve_below_the_floor() {
     let after = |c: u32| 100.0 * f64::from(c.min(4));
     let cfg = ConcurrencyConfig { start: 4, floor: 3, ..ConcurrencyConfig::default() };
     let mut s = ConcurrencySearch::new(cfg).expect("config");
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(before(d.cc())).expect("finite");
-    }
+    let mut d = Decision::Run(converge(&mut s, before));
     assert_eq!(d, Decision::Run(4));
     let mut first = None;
     for _ in 0..10 {
@@ -331,12 +328,9 @@ fn a_recovery_toward_the_search_sample_is_not_a_rise() {
     // a drop: see `a_level_settling_far_below_its_sample_is_searched_again`.)
     let burst = |c: u32| 100.0 * f64::from(c.min(8));
     let mut s = ConcurrencySearch::new(ConcurrencyConfig { start: 8, ..ConcurrencyConfig::default() }).expect("config");
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(burst(d.cc())).expect("finite");
-    }
-    let cc = d.cc();
+    let cc = converge(&mut s, burst);
     assert_eq!(cc, 8);
+    let mut d = Decision::Run(cc);
     let settled = burst(cc) / 3.0;
     s.rebase(settled);
     let mut t = s.clone();
@@ -375,10 +369,7 @@ fn a_level_settling_far_below_its_sample_is_searched_again() {
         .expect("config")
     };
     let mut s = search();
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(burst(d.cc())).expect("finite");
-    }
+    let mut d = Decision::Run(converge(&mut s, burst));
     assert_eq!(d, Decision::Run(8));
     s.rebase(steady(8));
     for _ in 0..2 {
@@ -390,11 +381,7 @@ fn a_level_settling_far_below_its_sample_is_searched_again() {
     assert_eq!(d, Decision::Measure(16));
     // Once a level's sample is its steady rate, staying there is not a drop.
     let mut s = search();
-    let mut d = s.start();
-    while !matches!(d, Decision::Run(_)) {
-        d = s.next(steady(d.cc()).min(320.0)).expect("finite");
-    }
-    let cc = d.cc();
+    let cc = converge(&mut s, |c| steady(c).min(320.0));
     s.rebase(steady(cc).min(320.0) * 0.9);
     for _ in 0..10 {
         d = s.next(steady(cc).min(320.0) * 0.9).expect("finite");

@@ -487,10 +487,11 @@ mod tests {
     fn levels_measured_in_slow_start_bursts_are_searched_again() {
         // 40 Mb/s a channel steady (the link needs 25), 400 Mb/s for a new channel's first
         // 2.5 s: samples read the burst, and the first search stops at 4 (1 → 2 → 4 → 8 → 6),
-        // whose channels have aged out of it by the time the level is watched. Before drops were judged against
-        // the search's own sample, the watch re-based on the faded rate and the transfer ran at
-        // 4 channels and 160 Mb/s to the end, after 1 search; now it climbs 4 → 8 → 16 → 18 → 20
-        // and ends at 800 Mb/s after 5 searches (a level is kept once it holds 80% of its sample).
+        // whose channels have aged out of it by the time the level is watched. Before drops
+        // were judged against the search's own sample, the watch re-based on the faded rate and
+        // the transfer ran at 4 channels and 160 Mb/s to the end, after 1 search; now it climbs
+        // 4 → 8 → 16 → 18 → 20 and ends at 800 Mb/s after 5 searches (a level is kept once it
+        // holds 80% of its sample).
         let s = Bursting { opened: Default::default(), t: Cell::new(0.0), steady: 40e6, burst: 400e6, hold: 2.5 };
         let steps = drive(&s, &AutoTuneConfig::default(), 0.2).unwrap();
         let first = steps.iter().find(|x| x.converged).expect("the search converges");
