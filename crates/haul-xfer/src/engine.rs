@@ -157,6 +157,41 @@ struct Shared {
     /// Split files by destination: pieces not yet landed.
     pieces: Mutex<HashMap<String, usize>>,
     pieces_landed: AtomicU64,
+    /// Each session's current batch by slot, kept only while `trace` logging of this module is
+    /// on (see [`trace_sessions`]).
+    batches: Mutex<HashMap<usize, BatchTrace>>,
+}
+
+/// What a session is moving, for the per-sample session trace.
+#[derive(Debug, Clone, Copy)]
+struct BatchTrace {
+    taken: Instant,
+    files: usize,
+    bytes: u64,
+    piece: bool,
+}
+
+/// True while `HAUL_LOG` asks for this module's `trace` events.
+fn tracing_sessions() -> bool {
+    tracing::enabled!(tracing::Level::TRACE)
+}
+
+/// With `HAUL_LOG=haul_xfer::engine=trace`, one line per sample: each running session's slot and
+/// what its batch holds (`p` a piece, else whole files) with the batch's size and age. This is
+/// how a lowered level's wait shows up: the sessions above the level and how long their batches
+/// have run (docs/benchmarks.md, session 10).
+fn trace_sessions(shared: &Shared, slots: &[Option<JoinHandle<()>>], s: &Sample, target: usize) {
+    let Ok(b) = shared.batches.lock() else { return };
+    let sessions: Vec<String> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.is_some())
+        .map(|(i, _)| match b.get(&i) {
+            Some(x) => format!("{i}:{}{}/{:.1}MB/{:.1}s", if x.piece { "p" } else { "f" }, x.files, x.bytes as f64 / 1e6, x.taken.elapsed().as_secs_f64()),
+            None => format!("{i}:-"),
+        })
+        .collect();
+    tracing::trace!(t_s = s.t_s, mbps = s.bps / 1e6, level = target, "sessions {}", sessions.join(" "));
 }
 
 /// A running transfer.
@@ -195,6 +230,7 @@ impl Transfer {
             next_id: AtomicU64::new(0),
             pieces: Mutex::new(pieces),
             pieces_landed: AtomicU64::new(0),
+            batches: Mutex::new(HashMap::new()),
         });
         let (tx, rx) = mpsc::channel();
         let s = shared.clone();
@@ -291,6 +327,9 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
             let b = total_bytes(&shared);
             let dt = now.duration_since(last_t).as_secs_f64();
             let s = Sample { t_s: now.duration_since(start).as_secs_f64(), bytes: b.saturating_sub(last_bytes), bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt };
+            if tracing_sessions() {
+                trace_sessions(&shared, &slots, &s, target);
+            }
             let _ = tx.send(s.clone());
             samples.push(s);
             last_bytes = b;
@@ -371,7 +410,14 @@ fn take_batch(shared: &Shared, idx: usize) -> Option<Batch> {
     if shared.stop.load(Ordering::Relaxed) || idx >= channels as usize {
         return None;
     }
-    shared.queue.lock().ok()?.take(idx, channels)
+    let b = shared.queue.lock().ok()?.take(idx, channels);
+    if let (Some(b), true) = (&b, tracing_sessions()) {
+        let t = BatchTrace { taken: Instant::now(), files: b.jobs.len(), bytes: b.jobs.iter().map(|(j, _)| j.size).sum(), piece: b.jobs.iter().any(|(j, _)| j.piece.is_some()) };
+        if let Ok(mut m) = shared.batches.lock() {
+            m.insert(idx, t);
+        }
+    }
+    b
 }
 
 fn worker(shared: Arc<Shared>, idx: usize) {

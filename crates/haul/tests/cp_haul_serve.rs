@@ -241,3 +241,33 @@ fn big_files_move_in_pieces_over_free_channels_and_arrive_whole() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("a piece must be at least 1M"));
 }
+
+#[test]
+fn engine_trace_lists_each_sessions_batch_per_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(root.join("tree")).unwrap();
+    for i in 0..4 {
+        fs::write(root.join(format!("tree/f{i}")), random_bytes(300_000, i + 70)).unwrap();
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let out = dir.path().join("out");
+    // Two sessions, two files a batch, each file capped at 1 MB/s: about 0.6 s, several samples.
+    let run = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["cp", "-q", "-r", "-c", "2", "--pipeline", "2", "--max-rate", "1M", "--sample-ms", "100"])
+        .arg(format!("ftp://{}/tree", s.addr))
+        .arg(&out)
+        .arg("--history")
+        .arg(dir.path().join("h.sqlite"))
+        .env("HAUL_LOG", "haul_xfer::engine=trace")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("sessions ")).collect();
+    assert!(lines.len() >= 2, "one line per sample:\n{err}");
+    // Each session's slot, whole files (f), their count and size, and the batch's age.
+    assert!(lines.iter().any(|l| l.contains("0:f2/0.6MB/") && l.contains("1:f2/0.6MB/")), "{err}");
+    assert_eq!(fs::read(out.join("f3")).unwrap(), fs::read(root.join("tree/f3")).unwrap());
+}
