@@ -253,16 +253,9 @@ fn engine_trace_lists_each_sessions_batch_per_sample() {
     let s = serve(&root, &["--anonymous"]);
     let out = dir.path().join("out");
     // Two sessions, two files a batch, each file capped at 1 MB/s: about 0.6 s, several samples.
-    let run = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["cp", "-q", "-r", "-c", "2", "--pipeline", "2", "--max-rate", "1M", "--sample-ms", "100"])
-        .arg(format!("ftp://{}/tree", s.addr))
-        .arg(&out)
-        .arg("--history")
-        .arg(dir.path().join("h.sqlite"))
-        .env("HAUL_LOG", "haul_xfer::engine=trace")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let (src, dst) = (format!("ftp://{}/tree", s.addr), out.display().to_string());
+    let args = ["-q", "-r", "-c", "2", "--pipeline", "2", "--max-rate", "1M", "--sample-ms", "100", &src, &dst];
+    let run = cp_env(&args, &dir.path().join("h.sqlite"), &[("HAUL_LOG", "haul_xfer::engine=trace"), ("NO_COLOR", "1")]);
     assert!(run.status.success());
     let err = String::from_utf8_lossy(&run.stderr);
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("sessions ")).collect();

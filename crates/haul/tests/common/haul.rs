@@ -49,7 +49,12 @@ pub fn serve(root: &Path, extra: &[&str]) -> Serve {
 
 /// Runs `haul cp ARGS --history HISTORY`, echoing its output for failure diagnosis.
 pub fn cp(args: &[&str], history: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).output().expect("run haul cp");
+    cp_env(args, history, &[])
+}
+
+/// [`cp`] with extra environment variables (`HAUL_LOG`, say).
+pub fn cp_env(args: &[&str], history: &Path, env: &[(&str, &str)]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).envs(env.iter().copied()).output().expect("run haul cp");
     eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     out
 }
