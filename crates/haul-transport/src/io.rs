@@ -75,23 +75,28 @@ pub fn read_exact_at(src: &dyn Source, mut buf: &mut [u8], mut offset: u64) -> i
 
 /// Caps the rate at which a source is read or a sink written, shared by all stream threads
 /// (a bandwidth cap for `haul cp --max-rate`; TCP flow control carries it to the sender).
+///
+/// The clock starts at the first byte, not at construction: a pipelined batch opens every
+/// file's sink at once, and a cap counted from then let every file after the first through
+/// uncapped (its allowance had accrued while it waited its turn).
 pub struct RateLimited<T> {
     inner: T,
     bytes_per_sec: f64,
-    start: std::time::Instant,
+    start: std::sync::OnceLock<std::time::Instant>,
     done: std::sync::atomic::AtomicU64,
 }
 
 impl<T> RateLimited<T> {
     /// Wraps `inner` at `bytes_per_sec`.
     pub fn new(inner: T, bytes_per_sec: u64) -> Self {
-        RateLimited { inner, bytes_per_sec: bytes_per_sec.max(1) as f64, start: std::time::Instant::now(), done: Default::default() }
+        RateLimited { inner, bytes_per_sec: bytes_per_sec.max(1) as f64, start: std::sync::OnceLock::new(), done: Default::default() }
     }
 
     fn pace(&self, n: usize) {
+        let start = *self.start.get_or_init(std::time::Instant::now);
         let total = self.done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
         let due = std::time::Duration::from_secs_f64(total as f64 / self.bytes_per_sec);
-        if let Some(wait) = due.checked_sub(self.start.elapsed()) {
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
     }
@@ -122,5 +127,23 @@ impl<T: Sink + ?Sized> Sink for Box<T> {
 impl<T: Source + ?Sized> Source for Box<T> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         (**self).read_at(buf, offset)
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_cap_counts_from_the_first_byte_not_from_construction() {
+        // 1 MB/s: 200 KB must take at least ~200 ms however long the sink sat idle before.
+        let s = RateLimited::new(Null, 1_000_000);
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        for k in 0..4 {
+            s.write_at(&[0u8; 50_000], k * 50_000).unwrap();
+        }
+        assert!(t.elapsed() >= Duration::from_millis(140), "paced for only {:?}", t.elapsed());
     }
 }
