@@ -24,7 +24,7 @@ pub trait Tunable {
     /// a lower bound on the path's bandwidth for the file clustering's BDP.
     fn observe_bandwidth(&self, _bps: f64) {}
     /// Sessions running now, if known. After a decrease the extra sessions leave only at the
-    /// end of their batches; until then the transfer still runs at the old level.
+    /// end of their current file or batch; until then the transfer still runs at the old level.
     fn channels(&self) -> Option<u32> {
         None
     }
@@ -77,7 +77,7 @@ pub struct AutoTuneConfig {
     /// it under 10 s (docs/tuning.md, "Minimum window").
     pub min_window_s: f64,
     /// After the search lowers the concurrency, seconds to wait for the extra sessions to
-    /// finish their batches before the lower level is measured. A level still not in effect by
+    /// leave (at the end of their current file or batch) before the lower level is measured. A level still not in effect by
     /// then (a session busy with a big file) counts as no better than the levels around it:
     /// the search does not step down to channels it cannot release; a converged level's watch
     /// starts after the same wait at most. Before this, a search on a
@@ -256,7 +256,7 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
                 skip = settle;
                 // Sessions above the new level (left over from any earlier, higher level, even
                 // when this is a step up from a level that never took effect) leave only at the
-                // end of their batches.
+                // end of their current file or batch.
                 if cfg.drain_s > 0.0 && crowded(next.cc()) {
                     drain = Some((s.t_s + cfg.drain_s, false));
                 }

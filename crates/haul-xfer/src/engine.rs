@@ -139,7 +139,8 @@ struct Shared {
     queue: Mutex<Queues>,
     concurrency: AtomicU32,
     /// Sessions running: above `concurrency` for a while after a decrease, since a session
-    /// leaves only at the end of its batch.
+    /// leaves only at the end of the file it is moving (a download of whole files) or of its
+    /// batch (a piece, an upload, a server-to-server transfer).
     channels: AtomicU32,
     parallelism: AtomicU32,
     /// Set once [`Transfer::set_parallelism`] overrides the per-cluster parallelism.
@@ -238,13 +239,15 @@ impl Transfer {
         Transfer { shared, samples: rx, handle }
     }
 
-    /// Changes the number of files in flight; takes effect at the next batch boundary.
+    /// Changes the number of files in flight. Sessions above a lowered level leave at the end
+    /// of their current file when downloading whole files (the rest of their batch goes back to
+    /// the queue), else at the end of their batch.
     pub fn set_concurrency(&self, n: u32) {
         self.shared.concurrency.store(n.max(1), Ordering::Relaxed);
     }
 
     /// Sessions running now. After [`Transfer::set_concurrency`] lowers the target, this stays
-    /// above it until the extra sessions finish their batches (a big file keeps its session).
+    /// above it until the extra sessions have left (a big file or piece keeps its session).
     pub fn channels(&self) -> u32 {
         self.shared.channels.load(Ordering::Relaxed)
     }
@@ -337,7 +340,10 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
             next_sample += shared.opts.sample_interval;
             save_journals(&shared);
         }
+        // `pending` is read again: a session that gave files back (a checksum mismatch, or it
+        // left its batch early) may have ended after the first read, and its files would be lost.
         let all_idle = slots.iter().all(Option::is_none);
+        let pending = pending || (all_idle && shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false));
         if all_idle && (!pending || shared.stop.load(Ordering::Relaxed)) {
             break;
         }
@@ -471,6 +477,20 @@ impl Ctx<'_> {
     pub(crate) fn set_alg(&self, a: Option<Algorithm>) {
         if let Ok(mut x) = self.s.alg.lock() {
             *x = a;
+        }
+    }
+    /// True when the session in slot `idx` is above the concurrency now asked for, so it should
+    /// leave after the file it is moving instead of finishing its batch.
+    pub(crate) fn leaving(&self, idx: usize) -> bool {
+        idx >= self.s.concurrency.load(Ordering::Relaxed) as usize
+    }
+    /// Returns files a leaving session took but did not move, to the front of their lanes, in
+    /// order.
+    pub(crate) fn give_back(&self, jobs: Vec<(Job, u32)>) {
+        if let Ok(mut q) = self.s.queue.lock() {
+            for (job, tries) in jobs.into_iter().rev() {
+                q.push_front(job, tries);
+            }
         }
     }
     /// Puts a file back after a checksum mismatch; a second mismatch is an error.

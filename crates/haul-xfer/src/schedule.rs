@@ -245,14 +245,28 @@ impl Queues {
         Some(Batch { jobs: lane.jobs.drain(..n).collect(), pipeline: lane.pipeline as usize, parallelism: lane.parallelism })
     }
 
-    /// Puts a file back (after a checksum mismatch) in its own cluster's lane.
+    /// Puts a file back (after a checksum mismatch) at the end of its own cluster's lane.
     pub fn push_back(&mut self, job: Job, tries: u32) {
+        self.lane_of(&job).push_back((job, tries));
+    }
+
+    /// Returns a file a session took but did not move (it left its batch early) to the front of
+    /// its own cluster's lane, where it was.
+    pub fn push_front(&mut self, job: Job, tries: u32) {
+        self.lane_of(&job).push_front((job, tries));
+    }
+
+    fn lane_of(&mut self, job: &Job) -> &mut VecDeque<(Job, u32)> {
         let class = self.clustering.map(|c| c.cutoffs.classify(job.size, c.path.bdp()));
-        let i = self.lanes.iter().position(|l| l.class == class).unwrap_or(0);
-        match self.lanes.get_mut(i) {
-            Some(l) => l.jobs.push_back((job, tries)),
-            None => self.lanes.push(Lane { class, jobs: VecDeque::from([(job, tries)]), pipeline: 1, parallelism: 0 }),
-        }
+        let i = match self.lanes.iter().position(|l| l.class == class) {
+            Some(i) => i,
+            None if !self.lanes.is_empty() => 0,
+            None => {
+                self.lanes.push(Lane { class, jobs: VecDeque::new(), pipeline: 1, parallelism: 0 });
+                0
+            }
+        };
+        &mut self.lanes[i].jobs
     }
 
     /// A live bandwidth estimate, the highest throughput seen: a lower bound on the bottleneck,
@@ -441,5 +455,22 @@ mod tests {
         let mut q = Queues::clustered(vec![], clustering(Policy::MultiCluster), 2, 8, None);
         q.push_back(j, 1);
         assert_eq!(q.take(0, 2).unwrap().jobs.len(), 1);
+    }
+
+    #[test]
+    fn files_left_untaken_return_to_the_front_in_order() {
+        let small: Vec<Job> = (0..20).map(|i| job(i, 100_000 + 1_000 * i as u64)).collect();
+        let mut q = Queues::clustered(small, clustering(Policy::MultiCluster), 1, 8, None);
+        let before = q.len();
+        let b = q.take(0, 1).unwrap();
+        let names = |b: &Batch| b.jobs.iter().map(|(j, _)| j.dst.clone()).collect::<Vec<_>>();
+        let taken = names(&b);
+        assert!(taken.len() > 2, "{taken:?}");
+        // The session moved the first file and left: the rest go back where they were.
+        for (j, t) in b.jobs.into_iter().skip(1).rev() {
+            q.push_front(j, t);
+        }
+        assert_eq!(q.len(), before - 1);
+        assert_eq!(names(&q.take(0, 1).unwrap())[..taken.len() - 1], taken[1..]);
     }
 }

@@ -60,6 +60,9 @@ pub struct Session {
     data_timeout: Duration,
     /// PLUT parameters once `OPTS HAUL Transport=plut` was accepted.
     plut: Option<haul_transport::plut::params::Params>,
+    /// Set when [`Session::get_many`] left a pipeline early: replies to commands already sent
+    /// are still due, so the control connection can only be closed.
+    abandoned: bool,
 }
 
 /// Accepts the server's data connections on our listener.
@@ -171,6 +174,7 @@ impl Session {
             data: DataState::None,
             data_timeout: Duration::from_secs(60),
             plut: None,
+            abandoned: false,
         })
     }
 
@@ -348,12 +352,23 @@ impl Session {
     }
 
     /// Downloads `items` in order with up to `depth` commands in flight (pipelining).
+    ///
+    /// `leave` is asked after each item: when it says yes and items remain, the results so far
+    /// are returned (fewer than `items`) and the rest were not received. The commands already
+    /// sent for them are still pending at the server, so the session is then spent: close it
+    /// (drop it; [`Session::quit`] does only that) and give the rest to another session. This is
+    /// how a lowered concurrency takes effect after a session's current file rather than after
+    /// its whole batch.
     pub fn get_many(
         &mut self,
         items: &[GetItem<'_>],
         p: &DataParams,
         depth: usize,
+        leave: &dyn Fn() -> bool,
     ) -> Result<Vec<ItemResult>, XferError> {
+        if self.abandoned {
+            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
+        }
         self.ready_download(p)?;
         let depth = depth.max(1);
         let mut results = Vec::with_capacity(items.len());
@@ -456,6 +471,10 @@ impl Session {
                 })?);
             }
             results.push(res);
+            if results.len() < items.len() && leave() {
+                self.abandoned = true;
+                break;
+            }
         }
         Ok(results)
     }
@@ -591,8 +610,11 @@ impl Session {
         Ok(parse_cksm(&r))
     }
 
-    /// Ends the session politely.
+    /// Ends the session politely (or, after [`Session::get_many`] left early, just closes it).
     pub fn quit(mut self) {
+        if self.abandoned {
+            return;
+        }
         let _ = self.ctl.send(&Command::Quit);
         let _ = self.ctl.final_reply(&mut |_| {});
     }

@@ -155,8 +155,12 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                 }
             })
             .collect();
+        // Above a lowered concurrency, leave after the current file: the rest of a batch of
+        // small files can take seconds on a new session's first batch, still in slow start, and
+        // the tuner waits for the level to take effect before it measures it.
+        let leave = || ctx.leaving(idx);
         let got = match ctx.opts().transport {
-            Transport::Tcp => sess.get_many(&items, &params(ctx), ctx.pipeline()),
+            Transport::Tcp => sess.get_many(&items, &params(ctx), ctx.pipeline(), &leave),
             Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate),
         };
         drop(items);
@@ -164,6 +168,8 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             ctx.untrack(i.id, i.job.size);
         }
         let results = got?;
+        let mut inc = inc;
+        let untaken = inc.split_off(results.len().min(inc.len()));
         for (i, r) in inc.into_iter().zip(results) {
             let Some(part) = i.part else {
                 ctx.file_done(false);
@@ -188,6 +194,11 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e))?;
             resume::clear(&resume::ranges_path(&part));
             ctx.file_done(verified);
+        }
+        if !untaken.is_empty() {
+            tracing::debug!("session {idx} leaves its batch with {} files unmoved", untaken.len());
+            ctx.give_back(untaken.into_iter().map(|i| (i.job, i.tries)).collect());
+            break;
         }
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
