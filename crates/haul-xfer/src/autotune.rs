@@ -77,8 +77,9 @@ pub struct AutoTuneConfig {
     /// it under 10 s (docs/tuning.md, "Minimum window").
     pub min_window_s: f64,
     /// After the search lowers the concurrency, seconds to wait for the extra sessions to
-    /// leave (at the end of their current file or batch) before the lower level is measured. A level still not in effect by
-    /// then (a session busy with a big file) counts as no better than the levels around it:
+    /// leave (at the end of their current file or batch) before the lower level is measured.
+    /// A level still not in effect by then (a session busy with a big file) counts as no
+    /// better than the levels around it:
     /// the search does not step down to channels it cannot release; a converged level's watch
     /// starts after the same wait at most. Before this, a search on a
     /// tree with 0.7–1 GB files "measured" cc 1 at the full rate of the 3–4 sessions still

@@ -139,8 +139,8 @@ struct Shared {
     queue: Mutex<Queues>,
     concurrency: AtomicU32,
     /// Sessions running: above `concurrency` for a while after a decrease, since a session
-    /// leaves only at the end of the file it is moving (a download of whole files) or of its
-    /// batch (a piece, an upload, a server-to-server transfer).
+    /// leaves only at the end of the file it is moving (a TCP download of whole files) or of its
+    /// batch (a piece, a PLUT download, an upload, a server-to-server transfer).
     channels: AtomicU32,
     parallelism: AtomicU32,
     /// Set once [`Transfer::set_parallelism`] overrides the per-cluster parallelism.
@@ -240,8 +240,8 @@ impl Transfer {
     }
 
     /// Changes the number of files in flight. Sessions above a lowered level leave at the end
-    /// of their current file when downloading whole files (the rest of their batch goes back to
-    /// the queue), else at the end of their batch.
+    /// of their current file when downloading whole files over TCP (the rest of their batch
+    /// goes back to the queue), else at the end of their batch.
     pub fn set_concurrency(&self, n: u32) {
         self.shared.concurrency.store(n.max(1), Ordering::Relaxed);
     }
@@ -531,13 +531,15 @@ impl Ctx<'_> {
         (id, p)
     }
     /// Ends a file in flight of `len` bytes, saving its journal one last time unless every
-    /// range arrived (the common case, where a journal would only be written to be deleted).
+    /// range arrived (the common case, where a journal would only be written to be deleted) or
+    /// none did (a file a leaving session gave back, or one queued behind a failure: a journal
+    /// saying "nothing held" restores nothing).
     pub(crate) fn untrack(&self, id: u64, len: u64) {
         if let Ok(mut m) = self.s.inflight.lock() {
             if let Some((p, journal)) = m.remove(&id) {
                 self.s.bytes.fetch_add(p.bytes(), Ordering::Relaxed);
                 let ranges = p.ranges();
-                if let Some(path) = journal.filter(|_| !ranges.covers(len)) {
+                if let Some(path) = journal.filter(|_| !ranges.is_empty() && !ranges.covers(len)) {
                     let _ = crate::resume::save(&path, &ranges);
                 }
             }

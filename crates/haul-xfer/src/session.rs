@@ -207,6 +207,9 @@ impl Session {
 
     /// Remote checksum (CKSM alg 0 -1 path).
     pub fn cksm(&mut self, alg: Algorithm, path: &str) -> Result<String, XferError> {
+        if self.abandoned {
+            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
+        }
         let cmd = cksm_of(alg, path);
         let r = self.ctl.expect(&cmd, 213)?;
         parse_cksm(&r).ok_or_else(|| XferError::Protocol {
