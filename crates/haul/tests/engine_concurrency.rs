@@ -3,9 +3,11 @@
 //! files it had taken but not moved are moved by the sessions that stay.
 mod common;
 
+use common::globus::*;
 use common::haul::*;
 
 use std::fs;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use haul_xfer::{plan::plan, Endpoint, Options, Transfer};
@@ -19,28 +21,31 @@ fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
     t.elapsed()
 }
 
-#[test]
-fn a_lowered_concurrency_takes_effect_after_the_current_file_not_the_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("root").join("tree");
+const N: usize = 16;
+const SIZE: usize = 256 << 10;
+
+/// Writes the tree the tests move: `N` files of `SIZE` random bytes under `root/tree`.
+fn make_tree(root: &Path) {
+    let tree = root.join("tree");
     fs::create_dir_all(&tree).unwrap();
-    let n = 16;
-    let size = 256 << 10;
-    for k in 0..n {
-        fs::write(tree.join(format!("f{k:02}")), random_bytes(size, 100 + k as u64)).unwrap();
+    for k in 0..N {
+        fs::write(tree.join(format!("f{k:02}")), random_bytes(SIZE, 100 + k as u64)).unwrap();
     }
-    let s = serve(&dir.path().join("root"), &["--anonymous"]);
-    let src = Endpoint::parse(&format!("ftp://{}/tree", s.addr)).unwrap();
-    let out = dir.path().join("out");
+}
+
+/// Downloads the tree at `url` with two sessions of 8-file batches, each file capped at
+/// 256 KiB/s (a batch takes ~8 s), lowers the concurrency to 1 after 1.5 s, and checks that the
+/// second session leaves within a file's time and that every file arrives verified.
+fn lower_mid_batch(url: &str, out: &Path, context: &dyn Fn() -> String) {
+    let src = Endpoint::parse(url).unwrap();
     let dst = Endpoint::parse(out.to_str().unwrap()).unwrap();
     let (route, jobs) = plan(&src, &dst, true, None, None).unwrap();
-    assert_eq!(jobs.len(), n);
-    // Two sessions of 8-file batches, each file capped at 256 KiB/s: a batch takes ~8 s.
+    assert_eq!(jobs.len(), N);
     let opts = Options {
         concurrency: 2,
         parallelism: 1,
         pipeline: 8,
-        max_rate: Some(size as u64),
+        max_rate: Some(SIZE as u64),
         sample_interval: Duration::from_millis(100),
         ..Options::default()
     };
@@ -52,13 +57,37 @@ fn a_lowered_concurrency_takes_effect_after_the_current_file_not_the_batch() {
     eprintln!("the lowered level took effect after {took:?}");
     // Its current file has at most ~1 s left; the rest of its batch ~6 s more.
     assert!(took < Duration::from_millis(3500), "the lowered level took effect after {took:?}");
-    let sum = t.wait().unwrap();
-    assert_eq!(sum.files, n as u64);
-    assert_eq!(sum.verified, n as u64, "every file verified, the given-back ones too");
-    for k in 0..n {
+    let sum = t.wait().unwrap_or_else(|e| panic!("{e}\n{}", context()));
+    assert_eq!(sum.files, N as u64);
+    assert_eq!(sum.verified, N as u64, "every file verified, the given-back ones too");
+    for k in 0..N {
         let name = format!("f{k:02}");
-        assert_eq!(fs::read(out.join(&name)).unwrap(), random_bytes(size, 100 + k as u64), "{name}");
+        assert_eq!(fs::read(out.join(&name)).unwrap(), random_bytes(SIZE, 100 + k as u64), "{name}");
     }
-    let leftovers: Vec<_> = fs::read_dir(&out).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().len() != 3).collect();
-    assert!(leftovers.is_empty(), "no .part files left: {leftovers:?}");
+    let leftovers: Vec<_> = fs::read_dir(out).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().len() != 3).collect();
+    assert!(leftovers.is_empty(), "no .part files or journals left: {leftovers:?}");
+}
+
+#[test]
+fn a_lowered_concurrency_takes_effect_after_the_current_file_not_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    make_tree(&root);
+    let s = serve(&root, &["--anonymous"]);
+    lower_mid_batch(&format!("ftp://{}/tree", s.addr), &dir.path().join("out"), &String::new);
+}
+
+/// The same against globus-gridftp-server: the leaving session drops its control connection
+/// with `RETR`s and `CKSM`s still queued, and the server must carry on with the other session.
+#[test]
+fn a_session_leaving_mid_pipeline_is_fine_with_globus_gridftp_server() {
+    if let Some(why) = globus_available() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    make_tree(&root);
+    let srv = GlobusServer::start(&root).expect("start globus-gridftp-server");
+    lower_mid_batch(&srv.url("tree"), &dir.path().join("out"), &|| srv.diagnostics());
 }
