@@ -46,7 +46,10 @@ fn chain_forwards_through_the_middle_host() {
         client.recv_from(&mut buf).expect("reply reached a");
         t0.elapsed().as_secs_f64()
     };
-    let first = rtt(&client);
+    // The emulated delay is a floor; a loaded 2-core host adds to one ping (a CI run saw
+    // 29.6 ms for 20 ms), so each check takes the fastest of three.
+    let best = |client: &UdpSocket| (0..3).map(|_| rtt(client)).fold(f64::INFINITY, f64::min);
+    let first = best(&client);
     assert!((0.0195..0.023).contains(&first), "a→c RTT {first}");
     tb.set(
         "b-c",
@@ -57,15 +60,15 @@ fn chain_forwards_through_the_middle_host() {
         },
     )
     .unwrap();
-    let second = rtt(&client);
+    let second = best(&client);
     assert!(
         (0.0495..0.053).contains(&second),
         "a→c RTT after set {second}"
     );
     let stats = tb.stats();
     assert_eq!(stats[1].name, "b-c");
-    assert_eq!(stats[0].ab.stats.tx_packets, 2);
-    assert_eq!(stats[1].ba.stats.tx_packets, 2);
+    assert_eq!(stats[0].ab.stats.tx_packets, 6);
+    assert_eq!(stats[1].ba.stats.tx_packets, 6);
     assert!(tb.set("a-c", None, &DirPatch::default()).is_err());
     drop(tb);
     let again = Topology::pair(1500, DirParams::default());
