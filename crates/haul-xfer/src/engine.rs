@@ -309,7 +309,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     let mut next_sample = start + shared.opts.sample_interval;
     loop {
         let target = shared.concurrency.load(Ordering::Relaxed) as usize;
-        let pending = shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false);
+        let pending = queued(&shared);
         if slots.len() < target {
             slots.resize_with(target, || None);
         }
@@ -343,7 +343,7 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         // `pending` is read again: a session that gave files back (a checksum mismatch, or it
         // left its batch early) may have ended after the first read, and its files would be lost.
         let all_idle = slots.iter().all(Option::is_none);
-        let pending = pending || (all_idle && shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false));
+        let pending = pending || (all_idle && queued(&shared));
         if all_idle && (!pending || shared.stop.load(Ordering::Relaxed)) {
             break;
         }
@@ -373,6 +373,11 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         checksum: shared.alg.lock().ok().and_then(|a| a.map(|a| a.name().to_string())),
         samples,
     })
+}
+
+/// True while files wait in the queue.
+fn queued(shared: &Shared) -> bool {
+    shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false)
 }
 
 /// Finished plus in-flight bytes. Both are read under the in-flight lock, which `untrack` also

@@ -178,6 +178,15 @@ impl Session {
         })
     }
 
+    /// Fails once [`Session::get_many`] has left a pipeline early: replies to commands already
+    /// sent are still due, so no new command's reply could be told apart from them.
+    fn usable(&self) -> Result<(), XferError> {
+        if self.abandoned {
+            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
+        }
+        Ok(())
+    }
+
     /// The URL this session was opened for.
     pub fn url(&self) -> &RemoteUrl {
         &self.url
@@ -207,9 +216,7 @@ impl Session {
 
     /// Remote checksum (CKSM alg 0 -1 path).
     pub fn cksm(&mut self, alg: Algorithm, path: &str) -> Result<String, XferError> {
-        if self.abandoned {
-            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
-        }
+        self.usable()?;
         let cmd = cksm_of(alg, path);
         let r = self.ctl.expect(&cmd, 213)?;
         parse_cksm(&r).ok_or_else(|| XferError::Protocol {
@@ -369,9 +376,7 @@ impl Session {
         depth: usize,
         leave: &dyn Fn() -> bool,
     ) -> Result<Vec<ItemResult>, XferError> {
-        if self.abandoned {
-            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
-        }
+        self.usable()?;
         self.ready_download(p)?;
         let depth = depth.max(1);
         let mut results = Vec::with_capacity(items.len());

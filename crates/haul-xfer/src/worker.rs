@@ -168,7 +168,6 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             ctx.untrack(i.id, i.job.size);
         }
         let results = got?;
-        let mut inc = inc;
         let untaken = inc.split_off(results.len().min(inc.len()));
         for (i, r) in inc.into_iter().zip(results) {
             let Some(part) = i.part else {

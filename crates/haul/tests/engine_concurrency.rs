@@ -81,8 +81,7 @@ fn a_lowered_concurrency_takes_effect_after_the_current_file_not_the_batch() {
 /// with `RETR`s and `CKSM`s still queued, and the server must carry on with the other session.
 #[test]
 fn a_session_leaving_mid_pipeline_is_fine_with_globus_gridftp_server() {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping: {why}");
+    if skip_without_globus("engine_concurrency") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,7 @@ use std::fs;
 
 #[test]
 fn globus_url_copy_download_and_upload_p8() {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping globus_selftest: {why}");
+    if skip_without_globus("globus_selftest") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();
@@ -50,8 +49,7 @@ fn globus_url_copy_download_and_upload_p8() {
 
 #[test]
 fn two_servers_third_party() {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping globus_selftest: {why}");
+    if skip_without_globus("globus_selftest") {
         return;
     }
     let a = tempfile::tempdir().unwrap();

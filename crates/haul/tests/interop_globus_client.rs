@@ -51,14 +51,6 @@ impl Drop for HaulServe {
     }
 }
 
-fn skip() -> bool {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping interop_globus_client: {why}");
-        return true;
-    }
-    false
-}
-
 fn assert_same(a: &Path, b: &Path) {
     let x = fs::read(a).unwrap_or_else(|e| panic!("read {}: {e}", a.display()));
     let y = fs::read(b).unwrap_or_else(|e| panic!("read {}: {e}", b.display()));
@@ -103,7 +95,7 @@ fn assert_trees_equal(a: &Path, b: &Path) {
 
 #[test]
 fn download_and_upload_p1_p8() {
-    if skip() {
+    if skip_without_globus("interop_globus_client") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -128,7 +120,7 @@ fn download_and_upload_p1_p8() {
 
 #[test]
 fn tree_of_200_files_cc4_pp_both_ways() {
-    if skip() {
+    if skip_without_globus("interop_globus_client") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -154,7 +146,7 @@ fn tree_of_200_files_cc4_pp_both_ways() {
 
 #[test]
 fn verify_checksum_both_ways() {
-    if skip() {
+    if skip_without_globus("interop_globus_client") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -182,7 +174,7 @@ fn verify_checksum_both_ways() {
 
 #[test]
 fn memory_to_memory_dev_zero_and_dev_null() {
-    if skip() {
+    if skip_without_globus("interop_globus_client") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -197,7 +189,7 @@ fn memory_to_memory_dev_zero_and_dev_null() {
 
 #[test]
 fn third_party_between_haul_and_globus_server() {
-    if skip() {
+    if skip_without_globus("interop_globus_client") {
         return;
     }
     let hroot = tempfile::tempdir().unwrap();

@@ -21,17 +21,9 @@ fn haul(args: &[&str], history: &Path) -> Output {
     out
 }
 
-fn skip() -> bool {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping: {why}");
-        return true;
-    }
-    false
-}
-
 #[test]
 fn download_and_upload_mode_e_8_streams() {
-    if skip() {
+    if skip_without_globus("interop_haul_client") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();
@@ -57,7 +49,7 @@ fn download_and_upload_mode_e_8_streams() {
 
 #[test]
 fn trees_both_ways_with_concurrency_and_pipelining() {
-    if skip() {
+    if skip_without_globus("interop_haul_client") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();
@@ -84,7 +76,7 @@ fn trees_both_ways_with_concurrency_and_pipelining() {
 
 #[test]
 fn a_file_split_in_pieces_comes_from_globus_by_eret_and_verifies_whole() {
-    if skip() {
+    if skip_without_globus("interop_haul_client") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();
@@ -105,7 +97,7 @@ fn a_file_split_in_pieces_comes_from_globus_by_eret_and_verifies_whole() {
 
 #[test]
 fn third_party_between_two_globus_servers() {
-    if skip() {
+    if skip_without_globus("interop_haul_client") {
         return;
     }
     let a = tempfile::tempdir().unwrap();
@@ -122,7 +114,7 @@ fn third_party_between_two_globus_servers() {
 
 #[test]
 fn missing_path_and_refused_connection_name_the_cause() {
-    if skip() {
+    if skip_without_globus("interop_haul_client") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();

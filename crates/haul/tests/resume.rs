@@ -12,8 +12,7 @@ use common::globus::*;
 
 #[test]
 fn killed_download_resumes_with_only_missing_ranges() {
-    if let Some(why) = globus_available() {
-        eprintln!("skipping: {why}");
+    if skip_without_globus("resume") {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();

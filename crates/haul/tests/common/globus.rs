@@ -59,6 +59,18 @@ pub fn globus_url_copy_bin() -> Option<PathBuf> {
     })
 }
 
+/// True when the Globus programs are missing (or `HAUL_SKIP_GLOBUS` is set): prints why, naming
+/// `test`, and the caller returns without running.
+pub fn skip_without_globus(test: &str) -> bool {
+    match globus_available() {
+        Some(why) => {
+            eprintln!("skipping {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
 /// `None` if both Globus programs are usable; `Some(reason)` to print when skipping.
 /// Set `HAUL_SKIP_GLOBUS=1` to force skipping.
 pub fn globus_available() -> Option<String> {
