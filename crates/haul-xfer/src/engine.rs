@@ -421,7 +421,18 @@ fn take_batch(shared: &Shared, idx: usize) -> Option<Batch> {
     if shared.stop.load(Ordering::Relaxed) || idx >= channels as usize {
         return None;
     }
-    let b = shared.queue.lock().ok()?.take(idx, channels);
+    let b = {
+        let mut q = shared.queue.lock().ok()?;
+        let b = q.take(idx, channels);
+        // Counted before the queue is unlocked: the cut-off rest could otherwise be taken and
+        // land before its file is known to be in pieces.
+        if let Some((dst, added)) = b.as_ref().and_then(|b| b.split.as_ref()) {
+            if let Ok(mut m) = shared.pieces.lock() {
+                *m.entry(dst.clone()).or_insert(0) += added;
+            }
+        }
+        b
+    };
     if let (Some(b), true) = (&b, tracing_sessions()) {
         let t = BatchTrace { taken: Instant::now(), files: b.jobs.len(), bytes: b.jobs.iter().map(|(j, _)| j.size).sum(), piece: b.jobs.iter().any(|(j, _)| j.piece.is_some()) };
         if let Ok(mut m) = shared.batches.lock() {

@@ -243,6 +243,38 @@ fn big_files_move_in_pieces_over_free_channels_and_arrive_whole() {
 }
 
 #[test]
+fn the_last_bytes_are_cut_into_shares_and_arrive_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let tree = root.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    // 24 MiB: 3 pieces of 8 MiB as planned; 6 MiB moves whole as planned. With four channels
+    // the end-of-transfer cut hands out shares of 1-4 MiB instead (its floor for 8 MiB pieces
+    // is 1 MiB), including from the whole file.
+    let sizes = [24 << 20, 6 << 20, 2000, 50_000];
+    for (i, n) in sizes.iter().enumerate() {
+        fs::write(tree.join(format!("f{i}")), random_bytes(*n, i as u64 + 70)).unwrap();
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let out_dir = dir.path().join("out");
+    let hist = dir.path().join("h.sqlite");
+    let url = format!("ftp://{}/tree", s.addr);
+    let out = cp(&["--json", "-r", "-c", "4", "--piece-size", "8M", &url, &out_dir.display().to_string()], &hist);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["pieces"].as_u64().unwrap() > 3, "the last bytes were not cut: {}", j["pieces"]);
+    assert_eq!(j["files"], sizes.len());
+    assert_eq!(j["verified_files"], sizes.len(), "cut files are verified whole");
+    assert_eq!(j["retransferred_files"], 0);
+    assert_eq!(j["bytes"], sizes.iter().sum::<usize>());
+    for i in 0..sizes.len() {
+        let name = format!("f{i}");
+        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
+        assert!(!out_dir.join(format!("{name}.haul-part")).exists(), "{name}.haul-part left behind");
+    }
+}
+
+#[test]
 fn engine_trace_lists_each_sessions_batch_per_sample() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

@@ -93,6 +93,15 @@ fn a_file_split_in_pieces_comes_from_globus_by_eret_and_verifies_whole() {
     assert_eq!(j["pieces"], 10, "10.5 MiB in 1 MiB pieces");
     assert_eq!(j["verified_files"], 1, "Globus's MD5 of the whole file matches ours");
     assert!(srv.log_contents().contains("ERET"), "pieces are ERETs: {}", srv.diagnostics());
+    // With 8 MiB pieces the file is planned whole (under two pieces), and the end-of-transfer
+    // cut hands it out in shares of at least 1 MiB over the three channels instead.
+    fs::remove_file(&dl).unwrap();
+    let out = haul(&["cp", "-c", "3", "--piece-size", "8M", "--json", &srv.url("big.bin"), dl.to_str().unwrap()], &hist);
+    assert!(out.status.success(), "{}", srv.diagnostics());
+    assert_eq!(fs::read(&dl).unwrap(), data, "cut shares reassembled wrong");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["pieces"].as_u64().unwrap() >= 2, "the whole file was not cut: {}", j["pieces"]);
+    assert_eq!(j["verified_files"], 1);
 }
 
 #[test]

@@ -109,8 +109,9 @@ pub struct Args {
     /// Cut files of at least two pieces into pieces of SIZE bytes that free channels fetch
     /// in parallel (ERET), so a big file does not end a transfer on one channel: auto (with
     /// clusters on and fewer than 16 such files: 8 BDP, at least 64 MiB, at most 1 GiB; off
-    /// otherwise), off, or a size.
-    /// Downloads over TCP without --resume only.
+    /// otherwise), off, or a size. At the end of the transfer the last pieces (and whole files
+    /// of at least two eighths of SIZE) are cut into smaller shares so that every channel
+    /// fetches some of the last bytes (docs/cli.md). Downloads over TCP without --resume only.
     #[arg(long, value_parser = parse_piece, default_value = "auto")]
     pub piece_size: PieceSize,
     /// Print a JSON summary on stdout.
