@@ -61,7 +61,8 @@ pub struct AutoTuneConfig {
     pub theta: f64,
     /// Readings after which a sample ends even without convergence.
     pub max_readings: usize,
-    /// Seconds of readings skipped after each change, while new channels open and leave slow
+    /// Seconds of readings skipped after each change (the first time, from the first reading
+    /// that carried bytes), while new channels open and leave slow
     /// start (on a 40 ms path with 0.01% loss new connections burst to 1.3–5× their steady
     /// rate for about a second: bench/results/retune-netem-20261122T051953Z). The default
     /// 0.4 s is the most that keeps the synthetic search within 10 s; with the 1 s minimum
@@ -165,6 +166,8 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     // first sample checks too, since the engine may have opened its own `concurrency` first.
     let mut drain: Option<(f64, bool)> = None;
     let mut first = true;
+    // True once a reading carried bytes.
+    let mut flowing = false;
     let crowded = |cc: u32| t.channels().is_some_and(|c| c > cc);
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
@@ -199,7 +202,14 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
         if unmeasurable {
             tracing::info!("tuner: concurrency {} not in effect after {:.1} s; not stepping down", decision.cc(), cfg.drain_s);
         } else if skip > 0 {
-            skip -= 1;
+            // The first settle counts from the first byte: before it the sessions are still
+            // logging in and nothing is skipped, and the readings right after it are their
+            // first slow start, which the first sample used to average in (a level of 3 read
+            // 164 and 384 Mbit/s where it carried 700-800, and the doubling went on to 24).
+            if flowing || s.bps > 0.0 {
+                skip -= 1;
+            }
+            flowing |= s.bps > 0.0;
             continue;
         } else {
             readings.push(s.bps);
@@ -327,6 +337,23 @@ mod tests {
         assert!(done.t_s <= 10.0, "converged at {} s", done.t_s);
         let cc = s.cc.get();
         assert!((8..=16).contains(&cc), "settled at {cc}, knee is 9");
+    }
+
+    #[test]
+    fn the_first_sample_skips_slow_start_after_the_first_byte() {
+        // Sessions log in for 0.6 s (zero readings), then run at 30% for 0.3 s (slow start),
+        // then at the curve's rate. The first sample must measure the level, not the ramp.
+        let curve = |c: u32, t: f64| match t {
+            t if t < 0.6 => 0.0,
+            t if t < 0.9 => 0.3 * saturating(c),
+            _ => saturating(c),
+        };
+        let s = Synthetic { cc: Cell::new(1), t: Cell::new(0.0), end: 30.0, curve, trace: Default::default() };
+        let cfg = AutoTuneConfig { search: ConcurrencyConfig { start: 3, ..Default::default() }, ..Default::default() };
+        let steps = drive(&s, &cfg, 0.1).unwrap();
+        assert_eq!(steps[0].concurrency, 3);
+        let want = saturating(3);
+        assert!((steps[0].estimate_bps - want).abs() <= 0.01 * want, "first sample read {} of {want}", steps[0].estimate_bps);
     }
 
     #[test]
