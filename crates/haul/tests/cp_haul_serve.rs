@@ -5,6 +5,7 @@ mod common;
 use common::haul::*;
 
 use std::fs;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -196,17 +197,32 @@ fn clusters_split_a_mixed_tree_give_each_its_own_settings_and_every_file_arrives
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected mc, promc or off"));
 }
 
+/// Writes `f0`, `f1`, … under `tree` with `sizes[i]` random bytes from seed `seed + i`.
+fn write_files(tree: &Path, sizes: &[usize], seed: u64) {
+    fs::create_dir_all(tree).unwrap();
+    for (i, n) in sizes.iter().enumerate() {
+        fs::write(tree.join(format!("f{i}")), random_bytes(*n, seed + i as u64)).unwrap();
+    }
+}
+
+/// Each of the `n` files [`write_files`] wrote arrived in `out_dir` byte for byte, with no
+/// `.haul-part` left behind.
+fn assert_arrived_whole(tree: &Path, out_dir: &Path, n: usize) {
+    for i in 0..n {
+        let name = format!("f{i}");
+        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
+        assert!(!out_dir.join(format!("{name}.haul-part")).exists(), "{name}.haul-part left behind");
+    }
+}
+
 #[test]
 fn big_files_move_in_pieces_over_free_channels_and_arrive_whole() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let tree = root.join("tree");
-    fs::create_dir_all(&tree).unwrap();
     // 9.5 MiB: 9 pieces of 1 MiB (the last 1.5 MiB); 3 MiB: 3; 1.5 MiB and the small files: whole.
     let sizes = [(19 << 20) / 2, 3 << 20, 3 << 19, 1000, 70_000];
-    for (i, n) in sizes.iter().enumerate() {
-        fs::write(tree.join(format!("f{i}")), random_bytes(*n, i as u64 + 40)).unwrap();
-    }
+    write_files(&tree, &sizes, 40);
     let s = serve(&root, &["--anonymous"]);
     let out_dir = dir.path().join("out");
     fs::create_dir_all(&out_dir).unwrap();
@@ -224,11 +240,7 @@ fn big_files_move_in_pieces_over_free_channels_and_arrive_whole() {
     assert_eq!(j["verified_files"], sizes.len(), "split files are verified whole");
     assert_eq!(j["retransferred_files"], 0, "the stale tail was cut, so nothing mismatched");
     assert_eq!(j["bytes"], sizes.iter().sum::<usize>());
-    for i in 0..sizes.len() {
-        let name = format!("f{i}");
-        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
-        assert!(!out_dir.join(format!("{name}.haul-part")).exists(), "{name}.haul-part left behind");
-    }
+    assert_arrived_whole(&tree, &out_dir, sizes.len());
     // Off: every file moves whole.
     fs::remove_dir_all(&out_dir).unwrap();
     let out = cp(&args("off").iter().map(String::as_str).collect::<Vec<_>>(), &hist);
@@ -247,14 +259,11 @@ fn the_last_bytes_are_cut_into_shares_and_arrive_whole() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let tree = root.join("tree");
-    fs::create_dir_all(&tree).unwrap();
     // 24 MiB: 3 pieces of 8 MiB as planned; 6 MiB moves whole as planned. With four channels
     // the end-of-transfer cut hands out shares of 1-4 MiB instead (its floor for 8 MiB pieces
     // is 1 MiB), including from the whole file.
     let sizes = [24 << 20, 6 << 20, 2000, 50_000];
-    for (i, n) in sizes.iter().enumerate() {
-        fs::write(tree.join(format!("f{i}")), random_bytes(*n, i as u64 + 70)).unwrap();
-    }
+    write_files(&tree, &sizes, 70);
     let s = serve(&root, &["--anonymous"]);
     let out_dir = dir.path().join("out");
     let hist = dir.path().join("h.sqlite");
@@ -267,11 +276,7 @@ fn the_last_bytes_are_cut_into_shares_and_arrive_whole() {
     assert_eq!(j["verified_files"], sizes.len(), "cut files are verified whole");
     assert_eq!(j["retransferred_files"], 0);
     assert_eq!(j["bytes"], sizes.iter().sum::<usize>());
-    for i in 0..sizes.len() {
-        let name = format!("f{i}");
-        assert_eq!(fs::read(out_dir.join(&name)).unwrap(), fs::read(tree.join(&name)).unwrap(), "{name}");
-        assert!(!out_dir.join(format!("{name}.haul-part")).exists(), "{name}.haul-part left behind");
-    }
+    assert_arrived_whole(&tree, &out_dir, sizes.len());
 }
 
 #[test]
