@@ -50,8 +50,7 @@ def main(dirs):
             last = max((x["t_s"] for x in s if x["bps"] >= 0.5 * mid), default=0.0)
             crawl = T - last
             by.setdefault(contender(f), []).append(crawl)
-            tuning = j.get("tuning") or []
-            steps = tuning.get("steps", []) if isinstance(tuning, dict) else tuning
+            steps = j.get("tuning") or []
             first = steps[0]["estimate_bps"] / 1e6 if steps else None
             if first is not None:
                 firsts.setdefault(contender(f), []).append(first)

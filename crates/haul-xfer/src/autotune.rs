@@ -62,9 +62,9 @@ pub struct AutoTuneConfig {
     /// Readings after which a sample ends even without convergence.
     pub max_readings: usize,
     /// Seconds of readings skipped after each change (the first time, from the first reading
-    /// that carried bytes), while new channels open and leave slow
-    /// start (on a 40 ms path with 0.01% loss new connections burst to 1.3–5× their steady
-    /// rate for about a second: bench/results/retune-netem-20261122T051953Z). The default
+    /// that carried bytes), while new channels open and leave slow start (on a 40 ms path with
+    /// 0.01% loss new connections burst to 1.3–5× their steady rate for about a second:
+    /// bench/results/retune-netem-20261122T051953Z). The default
     /// 0.4 s is the most that keeps the synthetic search within 10 s; with the 1 s minimum
     /// window a sample covers 0.4–1.4 s after the change at least.
     pub settle_s: f64,
@@ -206,10 +206,10 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
             // logging in and nothing is skipped, and the readings right after it are their
             // first slow start, which the first sample used to average in (a level of 3 read
             // 164 and 384 Mbit/s where it carried 700-800, and the doubling went on to 24).
-            if flowing || s.bps > 0.0 {
+            flowing |= s.bps > 0.0;
+            if flowing {
                 skip -= 1;
             }
-            flowing |= s.bps > 0.0;
             continue;
         } else {
             readings.push(s.bps);
