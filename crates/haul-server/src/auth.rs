@@ -1,13 +1,19 @@
 //! Logins: anonymous (`anonymous` / `ftp`, only when enabled) and named users from a password
-//! file whose lines are `name:<argon2 PHC hash>:rw|ro`. Passwords are stored only as salted
-//! argon2id hashes and checked with argon2's constant-time verifier.
+//! file whose lines are `name:<argon2 PHC hash>:rw|ro[,third-party]`. Passwords are stored only
+//! as salted argon2id hashes and checked with argon2's constant-time verifier. An unknown name
+//! costs the same verification as a known one (against a decoy hash), so the answer's timing
+//! does not tell which names exist, and at most [`Users::VERIFIERS`] verifications (each takes
+//! about 19 MiB and tens of milliseconds) run at once, server-wide, on verifier threads of their
+//! own: the rest wait their turn.
+//! A users file that others than its owner may write is refused.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
 
 use argon2::password_hash::SaltString;
-use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
+use argon2::{Argon2, PasswordHash, PasswordHasher};
 
 /// The users file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +46,8 @@ pub enum UsersError {
 pub struct Access {
     /// May create, change and delete files.
     pub write: bool,
+    /// May have data connections with hosts other than its own (third-party transfers).
+    pub third_party: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -49,16 +57,87 @@ struct Entry {
 }
 
 /// Named users with their password hashes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct Users {
     entries: HashMap<String, Entry>,
+    /// A hash of a random password, verified in place of an unknown user's.
+    decoy: String,
+    /// Work for the verifier threads.
+    jobs: mpsc::Sender<Job>,
+}
+
+/// One password to check against one PHC hash; the answer goes back on `reply`.
+#[derive(Debug)]
+struct Job {
+    hash: String,
+    password: String,
+    reply: mpsc::SyncSender<bool>,
+}
+
+/// Checks `password` against the PHC string `phc` in `memory` (grown to the hash's memory cost
+/// once, then reused: no allocation per verification), comparing in constant time.
+fn verify_with(memory: &mut Vec<argon2::Block>, phc: &str, password: &[u8]) -> bool {
+    let Ok(hash) = PasswordHash::new(phc) else { return false };
+    let (Some(salt), Some(expected)) = (hash.salt, hash.hash) else { return false };
+    let (Ok(alg), Ok(params)) = (argon2::Algorithm::try_from(hash.algorithm), argon2::Params::try_from(&hash)) else {
+        return false;
+    };
+    let Ok(version) = argon2::Version::try_from(hash.version.unwrap_or(0x13)) else { return false };
+    if memory.len() < params.block_count() {
+        memory.resize(params.block_count(), argon2::Block::default());
+    }
+    let mut salt_buf = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_buf) else { return false };
+    let mut out = vec![0u8; expected.len()];
+    Argon2::new(alg, version, params).hash_password_into_with_memory(password, salt, &mut out, &mut memory[..]).is_ok()
+        && argon2::password_hash::Output::new(&out).is_ok_and(|o| o == expected)
+}
+
+/// Starts the verifier threads, which end when `Users` (the last sender) is dropped. Only
+/// these threads run argon2, so its 19 MiB working memory lives in their few allocator arenas
+/// instead of one per session thread.
+fn verifiers() -> mpsc::Sender<Job> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let rx = Arc::new(Mutex::new(rx));
+    for i in 0..Users::VERIFIERS {
+        let rx = rx.clone();
+        let spawned = std::thread::Builder::new().name(format!("haul-verify-{i}")).spawn(move || {
+            let mut memory = Vec::new();
+            loop {
+                let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                let _ = job.reply.send(verify_with(&mut memory, &job.hash, job.password.as_bytes()));
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start a password verifier thread");
+        }
+    }
+    tx
+}
+
+/// Refuses a file that its group or others may write (a users file, a TLS key): whoever could
+/// write it could log in as anyone, or be the server.
+pub fn check_private(path: &Path, what: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)?.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{what} {} is writable by its group or others (mode {:o}); run chmod go-w on it", path.display(), mode & 0o777),
+        ));
+    }
+    Ok(())
 }
 
 impl Users {
     /// Loads a users file.
     pub fn load(path: &Path) -> Result<Users, UsersError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| UsersError::Read { path: path.display().to_string(), source })?;
+        let read = |source| UsersError::Read { path: path.display().to_string(), source };
+        check_private(path, "users file").map_err(read)?;
+        let text = std::fs::read_to_string(path).map_err(read)?;
         Users::parse(&text, &path.display().to_string())
     }
 
@@ -77,22 +156,40 @@ impl Users {
                 return Err(err("empty user name".into()));
             }
             PasswordHash::new(hash).map_err(|e| err(format!("bad password hash: {e}")))?;
-            let write = match perm {
-                "rw" => true,
-                "ro" => false,
-                other => return Err(err(format!("permission {other:?} is not rw or ro"))),
+            let mut flags = perm.split(',');
+            let write = match flags.next() {
+                Some("rw") => true,
+                Some("ro") => false,
+                other => return Err(err(format!("permission {:?} is not rw or ro", other.unwrap_or_default()))),
             };
-            entries.insert(name.to_string(), Entry { hash: hash.to_string(), access: Access { write } });
+            let mut third_party = false;
+            for f in flags {
+                match f {
+                    "third-party" => third_party = true,
+                    other => return Err(err(format!("unknown permission {other:?} (known: third-party)"))),
+                }
+            }
+            entries.insert(name.to_string(), Entry { hash: hash.to_string(), access: Access { write, third_party } });
         }
-        Ok(Users { entries })
+        let mut random = [0u8; 24];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut random))
+            .map_err(|e| UsersError::Hash(format!("reading /dev/urandom: {e}")))?;
+        let decoy = hash_password(&random.iter().map(|b| format!("{b:02x}")).collect::<String>())?;
+        Ok(Users { entries, decoy, jobs: verifiers() })
     }
 
-    /// Checks a password; the user's access when it matches.
+    /// Password verifications that may run at once, server-wide (the verifier threads).
+    pub const VERIFIERS: usize = 2;
+
+    /// Checks a password; the user's access when it matches. Unknown names cost the same.
     pub fn verify(&self, name: &str, password: &str) -> Option<Access> {
-        let e = self.entries.get(name)?;
-        let parsed = PasswordHash::new(&e.hash).ok()?;
-        Argon2::default().verify_password(password.as_bytes(), &parsed).ok()?;
-        Some(e.access)
+        let entry = self.entries.get(name);
+        let hash = entry.map_or(self.decoy.clone(), |e| e.hash.clone());
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.jobs.send(Job { hash, password: password.to_string(), reply }).ok()?;
+        let ok = answer.recv().unwrap_or(false);
+        entry.filter(|_| ok).map(|e| e.access)
     }
 }
 
@@ -122,9 +219,9 @@ mod tests {
     fn hash_then_verify() {
         let h = hash_password("s3cret").unwrap();
         assert!(h.starts_with("$argon2id$"));
-        let users = Users::parse(&format!("alice:{h}:rw\nbob:{h}:ro\n"), "t").unwrap();
-        assert_eq!(users.verify("alice", "s3cret"), Some(Access { write: true }));
-        assert_eq!(users.verify("bob", "s3cret"), Some(Access { write: false }));
+        let users = Users::parse(&format!("alice:{h}:rw\nbob:{h}:ro,third-party\n"), "t").unwrap();
+        assert_eq!(users.verify("alice", "s3cret"), Some(Access { write: true, third_party: false }));
+        assert_eq!(users.verify("bob", "s3cret"), Some(Access { write: false, third_party: true }));
         assert_eq!(users.verify("alice", "wrong"), None);
         assert_eq!(users.verify("carol", "s3cret"), None);
     }

@@ -21,8 +21,22 @@ pub struct ServerConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Most concurrent control sessions; more get `421` and are closed.
     pub max_sessions: usize,
-    /// A session idle this long gets `421` and is closed; also bounds data-channel stalls.
+    /// Most concurrent control sessions from one client address.
+    pub max_sessions_per_ip: usize,
+    /// Most concurrent logged-in sessions of one named user.
+    pub max_sessions_per_user: usize,
+    /// Time from connecting to a completed login; then `421` and close.
+    pub login_timeout: Duration,
+    /// Refuse logins before `AUTH TLS` and data connections without `PROT P`.
+    pub require_tls: bool,
+    /// A session idle this long gets `421` and is closed.
     pub idle_timeout: Duration,
+    /// A data phase in which no byte moves for this long (waiting for a data connection
+    /// included) ends with `426`.
+    pub data_timeout: Duration,
+    /// Most data connections one transfer may open or accept (`OPTS RETR Parallelism`, `SPOR`
+    /// addresses, passive connections).
+    pub max_parallelism: usize,
     /// Interval of 111/112 markers while receiving.
     pub marker_interval: Duration,
     /// MODE E block size this server sends.
@@ -40,7 +54,13 @@ impl ServerConfig {
             users: None,
             tls: None,
             max_sessions: 64,
+            max_sessions_per_ip: 48,
+            max_sessions_per_user: 48,
+            login_timeout: Duration::from_secs(30),
+            require_tls: false,
             idle_timeout: Duration::from_secs(300),
+            data_timeout: Duration::from_secs(60),
+            max_parallelism: 64,
             marker_interval: Duration::from_secs(1),
             block_size: 256 * 1024,
         }

@@ -10,7 +10,7 @@
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use haul_proto::{LineBuffer, LineError, Reply, MAX_LINE};
 use haul_transport::tls::{self, ServerStream};
@@ -32,6 +32,29 @@ pub enum Input {
     Closed,
     /// Nothing arrived within the idle timeout.
     Idle,
+}
+
+/// Tells whether a session's client has closed its control connection.
+#[derive(Clone, Copy)]
+pub struct ClientWatch(std::os::fd::RawFd);
+
+impl ClientWatch {
+    /// True if the peer closed or reset the connection, waiting up to `wait` for that.
+    pub fn gone(&self, wait: Duration) -> bool {
+        let mut p = libc::pollfd { fd: self.0, events: libc::POLLIN | libc::POLLRDHUP, revents: 0 };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, ms) } <= 0 {
+            return false;
+        }
+        if p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+            return true;
+        }
+        let mut b = [0u8; 1];
+        // SAFETY: a valid socket and a one-byte buffer.
+        let n = unsafe { libc::recv(self.0, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n == 0 || (n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
+    }
 }
 
 /// One session's control connection.
@@ -68,6 +91,19 @@ impl Control {
     /// The client's IP on the control connection (PLUT data may only go there).
     pub fn peer_ip(&self) -> io::Result<IpAddr> {
         Ok(self.tcp.peer_addr()?.ip())
+    }
+
+    /// True if the client has closed (or reset) the control connection, waiting up to `wait`
+    /// for the close to arrive. Commands it sent meanwhile stay queued, unread.
+    pub fn client_gone(&self, wait: Duration) -> bool {
+        self.watcher().gone(wait)
+    }
+
+    /// A handle that tells, from any thread, whether the client has left (valid while this
+    /// control connection is open).
+    pub fn watcher(&self) -> ClientWatch {
+        use std::os::fd::AsRawFd;
+        ClientWatch(self.tcp.as_raw_fd())
     }
 
     /// Whether the control channel is protected by TLS.
@@ -124,8 +160,9 @@ impl Control {
         }
     }
 
-    /// Reads the next line, queueing any further pipelined lines in the buffer.
-    pub fn next_line(&mut self) -> io::Result<Input> {
+    /// Reads the next line, queueing any further pipelined lines in the buffer. The whole line
+    /// must arrive by `deadline` (a client trickling bytes does not reset it): `Idle` otherwise.
+    pub fn next_line(&mut self, deadline: Instant) -> io::Result<Input> {
         let mut buf = [0u8; 4096];
         loop {
             if let Some(i) = self.buffered() {
@@ -133,6 +170,11 @@ impl Control {
             }
             // About to wait for the client: it may be waiting for what was deferred.
             self.flush()?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Input::Idle);
+            }
+            self.tcp.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             let r = match &mut self.stream {
                 Stream::Plain(s) => s.read(&mut buf),
                 Stream::Tls(s) => s.read(&mut buf),

@@ -6,19 +6,24 @@
 //! - [`config`]: what a server serves and its limits.
 //! - [`server`]: the accept loop, session limit and the in-process handle.
 //! - [`auth`]: anonymous and password (argon2) logins.
-//! - `vfs`: virtual paths confined to the root, `/dev/zero` and `/dev/null`.
-//! - `session`, `transfer`, `listing`, `control`: one control session, its data channels,
-//!   directory listings and the (optionally TLS) control stream; `plut_transfer`: RETR / STOR
+//! - `vfs`: the root-relative file layer (`openat2` beneath a root handle): every file
+//!   operation of a session, `/dev/zero` and `/dev/null`.
+//! - `datachan`: data-channel set-up, the peers a session may reach, the watch over a data
+//!   phase.
+//! - `session`, `transfer`, `listing`, `control`: one control session, its transfers,
+//!   directory listings and the (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
 
 pub mod auth;
 pub mod config;
 mod control;
+mod datachan;
 mod listing;
 mod plut_transfer;
 pub mod server;
 mod session;
 mod transfer;
+mod upload;
 mod vfs;
 
 pub use auth::{hash_password, Users};
@@ -50,6 +55,9 @@ pub enum ServerError {
     /// The TLS certificate or key could not be loaded.
     #[error(transparent)]
     Tls(#[from] haul_transport::tls::TlsError),
+    /// The configuration contradicts itself.
+    #[error("configuration: {0}")]
+    Config(String),
     /// Other IO failure while starting.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),

@@ -1,11 +1,12 @@
 //! Directory listings and file facts: MLST/MLSD facts (RFC 3659 §7, with Globus's
 //! `UNIX.mode`), `ls -l` style LIST lines, NLST names and MDTM timestamps.
 
-use std::fs::{self, Metadata};
+use std::fs::Metadata;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
 use std::time::UNIX_EPOCH;
+
+use crate::vfs::Root;
 
 const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
@@ -40,10 +41,13 @@ pub fn mdtm(meta: &Metadata) -> String {
 }
 
 /// MLST facts of one entry, ending in `; ` (the name follows). `kind` overrides the type
-/// (`cdir`/`pdir` for `.` and `..`).
+/// (`cdir`/`pdir` for `.` and `..`). A symlink listed as itself (one that leaves the root) is
+/// `OS.unix=slink`, as Globus lists symlinks.
 pub fn facts(meta: &Metadata, kind: Option<&str>, write: bool) -> String {
     let (ty, perm) = if meta.is_dir() {
         (kind.unwrap_or("dir"), if write { "elcfmpd" } else { "el" })
+    } else if meta.file_type().is_symlink() {
+        ("OS.unix=slink", "")
     } else {
         ("file", if write { "radfw" } else { "r" })
     };
@@ -57,32 +61,20 @@ pub fn facts(meta: &Metadata, kind: Option<&str>, write: bool) -> String {
     )
 }
 
-fn entries(dir: &Path) -> io::Result<Vec<(String, Metadata)>> {
-    let mut out = Vec::new();
-    for e in fs::read_dir(dir)? {
-        let e = e?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        // `metadata` follows symlinks; a dangling one is listed as itself.
-        let meta = match fs::metadata(e.path()) {
-            Ok(m) => m,
-            Err(_) => e.metadata()?,
-        };
-        out.push((name, meta));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
-
-/// MLSD body of a directory (RFC 3659 §7.2), with `cdir` and `pdir` entries like Globus.
-pub fn mlsd(dir: &Path, parent: &Path, write: bool) -> io::Result<Vec<u8>> {
+/// MLSD body of directory `virt` (RFC 3659 §7.2), with `cdir` and `pdir` entries like Globus.
+pub fn mlsd(root: &Root, virt: &str, write: bool) -> io::Result<Vec<u8>> {
+    let parent = match virt.rsplit_once('/') {
+        Some((p, _)) if !p.is_empty() => p,
+        _ => "/",
+    };
     let mut out = String::new();
-    out.push_str(&facts(&fs::metadata(dir)?, Some("cdir"), write));
+    out.push_str(&facts(&root.stat(virt)?, Some("cdir"), write));
     out.push_str(".\r\n");
-    out.push_str(&facts(&fs::metadata(parent)?, Some("pdir"), write));
+    out.push_str(&facts(&root.stat(parent)?, Some("pdir"), write));
     out.push_str("..\r\n");
-    for (name, meta) in entries(dir)? {
-        out.push_str(&facts(&meta, None, write));
-        out.push_str(&name);
+    for e in root.read_dir(virt)? {
+        out.push_str(&facts(&e.meta, None, write));
+        out.push_str(&e.name);
         out.push_str("\r\n");
     }
     Ok(out.into_bytes())
@@ -91,7 +83,14 @@ pub fn mlsd(dir: &Path, parent: &Path, write: bool) -> io::Result<Vec<u8>> {
 fn mode_string(meta: &Metadata) -> String {
     let mode = meta.permissions().mode();
     let mut s = String::with_capacity(10);
-    s.push(if meta.is_dir() { 'd' } else { '-' });
+    let ft = meta.file_type();
+    s.push(if ft.is_dir() {
+        'd'
+    } else if ft.is_symlink() {
+        'l'
+    } else {
+        '-'
+    });
     for shift in [6, 3, 0] {
         let bits = (mode >> shift) & 7;
         s.push(if bits & 4 != 0 { 'r' } else { '-' });
@@ -115,14 +114,13 @@ pub fn ls_line(meta: &Metadata, name: &str) -> String {
     )
 }
 
-/// LIST (long) or NLST (names only) body of a file or directory.
-pub fn list(path: &Path, long: bool) -> io::Result<Vec<u8>> {
-    let meta = fs::metadata(path)?;
+/// LIST (long) or NLST (names only) body of the file or directory `virt`.
+pub fn list(root: &Root, virt: &str, long: bool) -> io::Result<Vec<u8>> {
+    let meta = root.stat(virt)?;
     let items = if meta.is_dir() {
-        entries(path)?
+        root.read_dir(virt)?.into_iter().map(|e| (e.name, e.meta)).collect()
     } else {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        vec![(name, meta)]
+        vec![(virt.rsplit('/').next().unwrap_or_default().to_string(), meta)]
     };
     let mut out = String::new();
     for (name, meta) in items {

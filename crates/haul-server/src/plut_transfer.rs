@@ -4,7 +4,6 @@
 //! `PLUT PASV SESSION LENGTH` (we bind and receive: STOR). The flow is consumed by the next
 //! transfer. Replies are the usual 150 / 226 / 426; listings and everything else stay on TCP.
 
-use std::fs::{self, OpenOptions};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::mpsc;
@@ -16,7 +15,7 @@ use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, params, Tuning};
 
 use crate::session::{fs_error, Session};
-use crate::transfer::part_path;
+use crate::upload::lock_exclusive;
 use crate::vfs::Target;
 
 /// File data a PLUT end buffers, bytes (window and send buffer are sized from it).
@@ -48,6 +47,9 @@ impl Session<'_> {
     /// `OPTS HAUL Transport=plut;Mds=N;Rate=B;` or `Transport=tcp;`.
     pub(crate) fn plut_opts(&mut self, options: &str) -> io::Result<()> {
         match params::parse_opts(options) {
+            Ok(Some(_)) if self.shared.cfg.require_tls => {
+                self.ctl.reply(521, "PLUT data channels are not encrypted, and this server requires TLS.")
+            }
             Ok(p) => {
                 self.plut = PlutState { params: p, flow: None };
                 let t = if p.is_some() { "PLUT" } else { "TCP" };
@@ -108,12 +110,11 @@ impl Session<'_> {
         if rest.is_some() {
             return self.ctl.reply(501, "REST is not supported over PLUT; use ERET or TCP.");
         }
-        let Some(target) = self.resolve(arg)? else { return Ok(()) };
         let file;
-        let (src, size, virt): (&dyn Source, Option<u64>, String) = match target {
+        let (src, size, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
             Target::Null => return self.ctl.reply(550, "/dev/null: Permission denied (write-only device)"),
-            Target::Path { virt, real } => match fs::File::open(&real).and_then(|f| f.metadata().map(|m| (f, m))) {
+            Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
                 Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
                 Ok((f, m)) => {
                     file = f;
@@ -160,8 +161,7 @@ impl Session<'_> {
         if rest.is_some() {
             return self.ctl.reply(501, "REST is not supported over PLUT; use TCP to resume.");
         }
-        let Some(target) = self.resolve(arg)? else { return Ok(()) };
-        let (virt, real) = match target {
+        let virt = match self.resolve(arg) {
             Target::Null => {
                 if self.plut_receive(&sock, session, len, &Null)? {
                     self.ctl.reply(226, "Transfer Complete.")?;
@@ -169,25 +169,25 @@ impl Session<'_> {
                 return Ok(());
             }
             Target::Zero => return self.ctl.reply(550, "/dev/zero: Permission denied (read-only device)"),
-            Target::Path { virt, real } => (virt, real),
+            Target::Path(virt) => virt,
         };
-        if !self.check_write()? {
-            return Ok(());
-        }
-        if real.is_dir() {
-            return self.ctl.reply(550, format!("{virt}: Is a directory"));
-        }
-        let part = part_path(&real);
-        let file = match OpenOptions::new().write(true).create(true).truncate(true).open(&part) {
+        let Some((parent, _writing)) = self.start_upload(&virt)? else { return Ok(()) };
+        let file = match parent.open_part(true) {
             Ok(f) => f,
             Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
         };
+        if !lock_exclusive(&file) {
+            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
+        }
+        if let Err(e) = file.set_len(0) {
+            return self.ctl.reply(550, fs_error(&virt, &e));
+        }
         if !self.plut_receive(&sock, session, len, &file)? {
-            tracing::warn!(path = %virt, part = %part.display(), "PLUT upload failed; partial data kept");
+            tracing::warn!(path = %virt, "PLUT upload failed; partial data kept in the part file");
             return Ok(());
         }
         drop(file);
-        if let Err(e) = fs::rename(&part, &real) {
+        if let Err(e) = parent.commit_part() {
             return self.ctl.reply(550, fs_error(&virt, &e));
         }
         self.ctl.reply(226, "Transfer Complete.")

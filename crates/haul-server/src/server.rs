@@ -3,16 +3,16 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::auth::Users;
+use crate::auth::{check_private, Users};
 use crate::config::ServerConfig;
 use crate::control::Control;
 use crate::session::{Session, Shared};
-use crate::vfs::Vfs;
+use crate::vfs::Root;
 use crate::ServerError;
 
 /// Live sessions' control sockets, so shutdown can close them.
@@ -21,6 +21,8 @@ type Registry = Mutex<HashMap<u64, TcpStream>>;
 /// A bound GridFTP server.
 pub struct Server {
     listener: TcpListener,
+    /// Sessions open per client address.
+    per_ip: Arc<Mutex<HashMap<IpAddr, usize>>>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
@@ -30,25 +32,43 @@ pub struct Server {
 /// A server running on a background thread; stops on drop.
 pub struct ServerHandle {
     addr: SocketAddr,
+    active: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     registry: Arc<Registry>,
     thread: Option<JoinHandle<()>>,
 }
 
-/// Decrements the session count and forgets the socket when a session ends.
+/// Decrements the session counts and forgets the socket when a session ends.
 struct SessionGuard {
     id: u64,
+    ip: IpAddr,
     active: Arc<AtomicUsize>,
+    per_ip: Arc<Mutex<HashMap<IpAddr, usize>>>,
     registry: Arc<Registry>,
 }
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.active.fetch_sub(1, Ordering::SeqCst);
+        let mut m = self.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+        drop(m);
         if let Ok(mut r) = self.registry.lock() {
             r.remove(&self.id);
         }
     }
+}
+
+/// Answers a connection that cannot be served with `line` and closes it.
+fn refuse(mut tcp: TcpStream, line: &str) {
+    let _ = tcp.set_write_timeout(Some(std::time::Duration::from_secs(1)));
+    let _ = tcp.write_all(line.as_bytes());
+    let _ = tcp.shutdown(std::net::Shutdown::Both);
 }
 
 impl Server {
@@ -60,16 +80,34 @@ impl Server {
             Ok(_) => return Err(root_err("not a directory".into())),
             Err(e) => return Err(root_err(e.to_string())),
         }
-        let vfs = Vfs::new(&cfg.root).map_err(|e| root_err(e.to_string()))?;
-        let users = cfg.users.as_deref().map(Users::load).transpose()?;
+        let vfs = Root::new(&cfg.root).map_err(|e| root_err(e.to_string()))?;
+        let users = match cfg.users.as_deref() {
+            Some(path) => Users::load(path)?,
+            None => Users::parse("", "(no users file)")?,
+        };
         let tls = match &cfg.tls {
-            Some((cert, key)) => Some(haul_transport::tls::server_config(cert, key)?),
+            Some((cert, key)) => {
+                check_private(key, "TLS key")?;
+                Some(haul_transport::tls::server_config(cert, key)?)
+            }
             None => None,
         };
+        if cfg.require_tls && tls.is_none() {
+            return Err(ServerError::Config("--require-tls needs --tls-cert and --tls-key".into()));
+        }
         let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind { addr: cfg.listen, source })?;
         Ok(Server {
             listener,
-            shared: Arc::new(Shared { cfg, vfs, users, tls }),
+            shared: Arc::new(Shared {
+                cfg,
+                vfs,
+                users,
+                tls,
+                writers: Default::default(),
+                failures: Default::default(),
+                per_user: Default::default(),
+            }),
+            per_ip: Default::default(),
             stop: Arc::new(AtomicBool::new(false)),
             active: Arc::new(AtomicUsize::new(0)),
             registry: Arc::new(Mutex::new(HashMap::new())),
@@ -100,24 +138,42 @@ impl Server {
         Ok(())
     }
 
-    fn admit(&self, mut tcp: TcpStream, id: u64) {
-        let peer = tcp.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        let max = self.shared.cfg.max_sessions;
+    fn admit(&self, tcp: TcpStream, id: u64) {
+        let Ok(peer) = tcp.peer_addr() else { return };
+        let cfg = &self.shared.cfg;
+        let (max, per_ip) = (cfg.max_sessions, cfg.max_sessions_per_ip);
         if self.active.fetch_add(1, Ordering::SeqCst) >= max {
             self.active.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(%peer, max, "session limit reached");
-            let _ = tcp.write_all(format!("421 Too many sessions (limit {max}); try again later.\r\n").as_bytes());
-            let _ = tcp.shutdown(std::net::Shutdown::Both);
+            refuse(tcp, &format!("421 Too many sessions (limit {max}); try again later.\r\n"));
             return;
         }
-        let guard = SessionGuard { id, active: self.active.clone(), registry: self.registry.clone() };
+        {
+            let mut m = self.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(peer.ip()).or_insert(0);
+            if *n >= per_ip {
+                drop(m);
+                self.active.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!(%peer, per_ip, "session limit per address reached");
+                refuse(tcp, &format!("421 Too many sessions from {} (limit {per_ip}); try again later.\r\n", peer.ip()));
+                return;
+            }
+            *n += 1;
+        }
+        let guard = SessionGuard {
+            id,
+            ip: peer.ip(),
+            active: self.active.clone(),
+            per_ip: self.per_ip.clone(),
+            registry: self.registry.clone(),
+        };
         if let (Ok(mut r), Ok(c)) = (self.registry.lock(), tcp.try_clone()) {
             r.insert(id, c);
         }
         let shared = self.shared.clone();
         let spawned = std::thread::Builder::new().name(format!("haul-session-{id}")).spawn(move || {
             tracing::info!(%peer, "session start");
-            let result = Control::new(tcp, shared.cfg.idle_timeout).and_then(|ctl| Session::new(&shared, ctl).run());
+            let result = Control::new(tcp, shared.cfg.idle_timeout).and_then(|ctl| Session::new(&shared, ctl)?.run());
             // Free the slot before the client sees the close, so it may reconnect at once.
             drop(guard);
             match result {
@@ -139,12 +195,13 @@ impl Server {
         let addr = server.local_addr()?;
         let stop = server.stop.clone();
         let registry = server.registry.clone();
+        let active = server.active.clone();
         let thread = std::thread::Builder::new().name("haul-server".into()).spawn(move || {
             if let Err(e) = server.run() {
                 tracing::error!(error = %e, "server stopped");
             }
         })?;
-        Ok(ServerHandle { addr, stop, registry, thread: Some(thread) })
+        Ok(ServerHandle { addr, active, stop, registry, thread: Some(thread) })
     }
 }
 
@@ -152,6 +209,11 @@ impl ServerHandle {
     /// The control address (with the real port when port 0 was asked for).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Control sessions open now (each one's slot is freed when its thread is done with it).
+    pub fn sessions(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
     }
 
     /// Stops accepting, closes live sessions and waits for the accept loop to end.

@@ -4,9 +4,11 @@
 
 use std::fs;
 use std::io;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use haul_proto::command::{ProtLevel, RetrOptions, TransferMode};
 use haul_proto::{Command, CommandError, Reply};
@@ -17,8 +19,29 @@ use crate::auth::{is_anonymous, Access, Users};
 use crate::config::ServerConfig;
 use crate::control::{Control, Input};
 use crate::listing;
-use crate::transfer::{DataState, WriteKind};
-use crate::vfs::{Target, Vfs};
+use crate::datachan::DataState;
+use crate::transfer::WriteKind;
+use crate::vfs::{is_part_name, Parent, Root, Target};
+
+/// Most bytes of `/dev/zero` a `CKSM` hashes (1 GiB): enough to check a memory-to-memory
+/// digest path, not enough to pin a core.
+const MAX_ZERO_CKSM: u64 = 1 << 30;
+
+/// A source that fails once the session's client has left, so the work it feeds (a `CKSM` of a
+/// large file) stops with it. Reads are of at most a few MiB, so the check costs nothing.
+struct WhileClientStays<'a> {
+    src: &'a dyn Source,
+    watch: crate::control::ClientWatch,
+}
+
+impl Source for WhileClientStays<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if self.watch.gone(Duration::ZERO) {
+            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the client left"));
+        }
+        self.src.read_at(buf, offset)
+    }
+}
 
 /// Failed logins after which the session is closed.
 const MAX_LOGIN_FAILURES: u32 = 3;
@@ -28,11 +51,17 @@ pub struct Shared {
     /// The configuration.
     pub cfg: ServerConfig,
     /// The served root.
-    pub vfs: Vfs,
-    /// Named users, if a users file was given.
-    pub users: Option<Users>,
+    pub vfs: Root,
+    /// Named users (none without a users file).
+    pub users: Users,
     /// TLS configuration, if AUTH TLS is offered.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The files being uploaded, one writer each.
+    pub writers: crate::upload::Writers,
+    /// Recent failed logins by address.
+    pub failures: Failures,
+    /// Logged-in sessions by named user.
+    pub per_user: Mutex<HashMap<String, usize>>,
 }
 
 /// Whether the session goes on after a command.
@@ -56,20 +85,52 @@ pub struct Session<'a> {
     pub(crate) mode: TransferMode,
     pub(crate) data: DataState,
     pub(crate) rest: Option<haul_proto::command::Restart>,
-    rename_from: Option<(String, PathBuf)>,
+    rename_from: Option<String>,
     pub(crate) prot_private: bool,
     pub(crate) plut: crate::plut_transfer::PlutState,
     /// The digest of the file just sent or received, computed from the bytes as they went by,
     /// for the `CKSM` the client pipelined after its `RETR` or `STOR`.
     pub(crate) known_digest: Option<KnownDigest>,
+    /// The client's address.
+    peer: IpAddr,
+    /// A named user's place among its sessions, held while logged in.
+    user_slot: Option<UserSlot<'a>>,
+}
+
+/// One session of a named user, counted against `max_sessions_per_user` until dropped.
+struct UserSlot<'a> {
+    shared: &'a Shared,
+    name: String,
+}
+
+impl Drop for UserSlot<'_> {
+    fn drop(&mut self) {
+        let mut m = self.shared.per_user.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.name) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.name);
+            }
+        }
+    }
+}
+
+/// Failed logins per client address, for the back-off: (count, time of the last).
+pub type Failures = Mutex<HashMap<IpAddr, (u32, Instant)>>;
+
+/// Failures older than this are forgotten.
+const FAILURE_MEMORY: Duration = Duration::from_secs(600);
+
+/// The wait before answering a failed login: 250 ms, doubling with each recent failure from the
+/// same address, at most 8 s.
+fn backoff(failures: u32) -> Duration {
+    Duration::from_millis(250u64 << failures.saturating_sub(1).min(5))
 }
 
 /// A digest computed while a whole file was sent or received (see `Session::known_digest`).
 pub struct KnownDigest {
     /// The file's virtual path.
     pub virt: String,
-    /// Its real path, as resolved for the transfer.
-    pub real: PathBuf,
     /// The algorithm.
     pub alg: Algorithm,
     /// The file as it was opened; the digest stands only while the file still looks the same.
@@ -113,8 +174,14 @@ impl FileId {
     }
 }
 
-/// `virt: cause` for a failed file-system operation, in the words of `strerror`.
+/// `virt: cause` for a failed file-system operation, in the words of `strerror`, and the
+/// confinement's own words for what it refused.
 pub fn fs_error(virt: &str, e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) => return format!("{virt}: outside the served root"),
+        Some(libc::ELOOP) => return format!("{virt}: a symbolic link (never written through or replaced)"),
+        _ => {}
+    }
     match e.kind() {
         io::ErrorKind::NotFound => format!("{virt}: No such file or directory"),
         io::ErrorKind::PermissionDenied => format!("{virt}: Permission denied"),
@@ -125,8 +192,9 @@ pub fn fs_error(virt: &str, e: &io::Error) -> String {
 
 impl<'a> Session<'a> {
     /// A new session on an accepted control connection.
-    pub fn new(shared: &'a Shared, ctl: Control) -> Session<'a> {
-        Session {
+    pub fn new(shared: &'a Shared, ctl: Control) -> io::Result<Session<'a>> {
+        let peer = ctl.peer_ip()?;
+        Ok(Session {
             shared,
             ctl,
             user: None,
@@ -141,19 +209,31 @@ impl<'a> Session<'a> {
             prot_private: false,
             plut: Default::default(),
             known_digest: None,
-        }
+            peer,
+            user_slot: None,
+        })
     }
 
     /// Greets the client and serves commands until QUIT, close, idle timeout or a fatal error;
     /// gives back the control connection for the caller to close.
     pub fn run(mut self) -> io::Result<Control> {
         self.ctl.reply(220, format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")))?;
+        let cfg = &self.shared.cfg;
+        let login_by = Instant::now() + cfg.login_timeout;
         loop {
-            let line = match self.ctl.next_line()? {
+            let idle_by = Instant::now() + cfg.idle_timeout;
+            let deadline = if self.access.is_none() { idle_by.min(login_by) } else { idle_by };
+            let line = match self.ctl.next_line(deadline)? {
                 Input::Line(l) => l,
                 Input::Closed => break,
+                Input::Idle if self.access.is_none() && Instant::now() >= login_by => {
+                    let secs = cfg.login_timeout.as_secs();
+                    tracing::warn!(peer = %self.peer, "login timeout");
+                    let _ = self.ctl.reply(421, format!("Login timeout ({secs} s): closing control connection."));
+                    break;
+                }
                 Input::Idle => {
-                    let secs = self.shared.cfg.idle_timeout.as_secs();
+                    let secs = cfg.idle_timeout.as_secs();
                     let _ = self.ctl.reply(421, format!("Idle timeout ({secs} s): closing control connection."));
                     break;
                 }
@@ -212,6 +292,10 @@ impl<'a> Session<'a> {
             self.ctl.reply(530, "Please login with USER and PASS.")?;
             return Ok(Flow::Continue);
         }
+        if self.shared.cfg.require_tls && !self.ctl.is_tls() && matches!(cmd, Command::User(_) | Command::Pass(_)) {
+            self.ctl.reply(530, "This server requires TLS: send AUTH TLS before logging in.")?;
+            return Ok(Flow::Continue);
+        }
         match cmd {
             Command::User(name) => self.cmd_user(name)?,
             Command::Pass(pw) => return self.cmd_pass(&pw),
@@ -268,8 +352,9 @@ impl<'a> Session<'a> {
             Command::Rnfr(p) => self.cmd_rnfr(&p)?,
             Command::Rnto(p) => self.cmd_rnto(&p)?,
             Command::Abor => self.ctl.reply(226, "ABOR command successful; no transfer in progress.")?,
-            Command::Port(a) | Command::Eprt(a) => self.data.set_active(&mut self.ctl, vec![a], "PORT")?,
-            Command::Spor(addrs) => self.data.set_active(&mut self.ctl, addrs, "PORT")?,
+            Command::Port(a) => self.cmd_port(vec![a], "PORT")?,
+            Command::Eprt(a) => self.cmd_port(vec![a], "EPRT")?,
+            Command::Spor(addrs) => self.cmd_port(addrs, "SPOR")?,
             Command::Pasv => self.cmd_passive(crate::transfer::Passive::Pasv)?,
             Command::Epsv => self.cmd_passive(crate::transfer::Passive::Epsv)?,
             Command::Spas => self.cmd_passive(crate::transfer::Passive::Spas)?,
@@ -312,29 +397,61 @@ impl<'a> Session<'a> {
         };
         let cfg = &self.shared.cfg;
         let access = if is_anonymous(&name) {
-            cfg.anonymous.then_some(Access { write: cfg.anonymous_write })
+            cfg.anonymous.then_some(Access { write: cfg.anonymous_write, third_party: false })
         } else {
-            self.shared.users.as_ref().and_then(|u| u.verify(&name, pw))
+            self.shared.users.verify(&name, pw)
         };
-        match access {
-            Some(a) => {
-                self.anonymous = is_anonymous(&name);
-                self.access = Some(a);
-                tracing::info!(user = %name, write = a.write, "login");
-                self.ctl.reply(230, format!("User {name} logged in."))?;
-                Ok(Flow::Continue)
+        let Some(a) = access else {
+            return self.login_failed(&name);
+        };
+        if !is_anonymous(&name) {
+            let max = cfg.max_sessions_per_user;
+            let mut m = self.shared.per_user.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(name.clone()).or_insert(0);
+            if *n >= max {
+                drop(m);
+                tracing::warn!(user = %name, max, "session limit per user reached");
+                self.ctl.reply(421, format!("Too many sessions for {name} (limit {max}); try again later."))?;
+                return Ok(Flow::Close);
             }
-            None => {
-                self.failures += 1;
-                tracing::warn!(user = %name, failures = self.failures, "login failed");
-                self.ctl.reply(530, "Login incorrect.")?;
-                if self.failures >= MAX_LOGIN_FAILURES {
-                    self.ctl.reply(421, "Too many failed logins; closing control connection.")?;
-                    return Ok(Flow::Close);
-                }
-                Ok(Flow::Continue)
-            }
+            *n += 1;
+            drop(m);
+            self.user_slot = Some(UserSlot { shared: self.shared, name: name.clone() });
         }
+        self.shared.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.peer);
+        self.anonymous = is_anonymous(&name);
+        self.access = Some(a);
+        tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");
+        self.ctl.reply(230, format!("User {name} logged in."))?;
+        Ok(Flow::Continue)
+    }
+
+    /// A failed login: waits the back-off for this address's recent failures, answers `530`, and
+    /// closes the session after [`MAX_LOGIN_FAILURES`].
+    fn login_failed(&mut self, name: &str) -> io::Result<Flow> {
+        self.failures += 1;
+        let recent = {
+            let mut m = self.shared.failures.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            if m.len() > 65_536 {
+                m.retain(|_, (_, last)| now.duration_since(*last) < FAILURE_MEMORY);
+            }
+            let e = m.entry(self.peer).or_insert((0, now));
+            if now.duration_since(e.1) >= FAILURE_MEMORY {
+                e.0 = 0;
+            }
+            *e = (e.0 + 1, now);
+            e.0
+        };
+        tracing::warn!(user = %name, peer = %self.peer, failures = self.failures, recent, "login failed");
+        self.ctl.flush()?;
+        std::thread::sleep(backoff(recent));
+        self.ctl.reply(530, "Login incorrect.")?;
+        if self.failures >= MAX_LOGIN_FAILURES {
+            self.ctl.reply(421, "Too many failed logins; closing control connection.")?;
+            return Ok(Flow::Close);
+        }
+        Ok(Flow::Continue)
     }
 
     fn cmd_auth(&mut self, mech: &str) -> io::Result<Flow> {
@@ -429,8 +546,13 @@ impl<'a> Session<'a> {
         match command {
             "RETR" => match RetrOptions::parse(options) {
                 Ok(o) => {
-                    if let Some(p) = o.parallelism {
-                        self.data.parallelism = p as usize;
+                    let max = self.shared.cfg.max_parallelism;
+                    match o.parallelism {
+                        Some(p) if p as usize > max => {
+                            return self.ctl.reply(501, format!("Parallelism={p} is over this server's limit of {max} streams."))
+                        }
+                        Some(p) => self.data.parallelism = p as usize,
+                        None => {}
                     }
                     self.ctl.reply(200, "OPTS Command Successful.")
                 }
@@ -450,27 +572,37 @@ impl<'a> Session<'a> {
         self.ctl.reply(200, "SBUF Command Successful.")
     }
 
-    /// Resolves a path argument, replying 550 when it leaves the root.
-    pub(crate) fn resolve(&mut self, arg: &str) -> io::Result<Option<Target>> {
-        match self.shared.vfs.resolve(&self.cwd, arg) {
-            Ok(t) => Ok(Some(t)),
-            Err(e) => {
-                tracing::warn!(path = arg, error = %e, "path refused");
-                self.ctl.reply(550, e.to_string())?;
+    /// What a path argument names.
+    pub(crate) fn resolve(&self, arg: &str) -> Target {
+        Root::target(&self.cwd, arg)
+    }
+
+    /// The virtual path of an argument that must be a real file or directory (not a virtual
+    /// device); replies 550 otherwise.
+    pub(crate) fn resolve_real(&mut self, arg: &str) -> io::Result<Option<String>> {
+        match self.resolve(arg) {
+            Target::Path(virt) => Ok(Some(virt)),
+            _ => {
+                self.ctl.reply(550, format!("{arg}: not a regular file or directory (virtual device)"))?;
                 Ok(None)
             }
         }
     }
 
-    /// Resolves a path that must be a real file or directory (not a virtual device).
-    pub(crate) fn resolve_real(&mut self, arg: &str) -> io::Result<Option<(String, PathBuf)>> {
-        match self.resolve(arg)? {
-            Some(Target::Path { virt, real }) => Ok(Some((virt, real))),
-            Some(_) => {
-                self.ctl.reply(550, format!("{arg}: not a regular file or directory (virtual device)"))?;
+    /// The parent handle of `virt` for a change to its name; replies 550 when it cannot be had,
+    /// or when the name is reserved for upload part files and `reserved` is refused.
+    pub(crate) fn parent_of(&mut self, virt: &str, refuse_part: bool) -> io::Result<Option<Parent>> {
+        if refuse_part && virt.rsplit('/').next().is_some_and(is_part_name) {
+            self.ctl.reply(553, format!("{virt}: names of the form .NAME.haul-part are reserved for uploads in progress"))?;
+            return Ok(None);
+        }
+        match self.shared.vfs.parent(virt) {
+            Ok(p) => Ok(Some(p)),
+            Err(e) => {
+                tracing::warn!(path = virt, error = %e, "path refused");
+                self.ctl.reply(550, fs_error(virt, &e))?;
                 Ok(None)
             }
-            None => Ok(None),
         }
     }
 
@@ -485,8 +617,8 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_cwd(&mut self, arg: &str) -> io::Result<()> {
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::metadata(&real) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        match self.shared.vfs.stat(&virt) {
             Ok(m) if m.is_dir() => {
                 self.cwd = virt;
                 self.ctl.reply(250, "CWD command successful.")
@@ -497,8 +629,8 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_size(&mut self, arg: &str) -> io::Result<()> {
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::metadata(&real) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        match self.shared.vfs.stat(&virt) {
             Ok(m) if m.is_file() => self.ctl.reply(213, m.len().to_string()),
             Ok(_) => self.ctl.reply(550, format!("{virt}: not a regular file")),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
@@ -506,8 +638,8 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_mdtm(&mut self, arg: &str) -> io::Result<()> {
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::metadata(&real) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        match self.shared.vfs.stat(&virt) {
             Ok(m) => self.ctl.reply(213, listing::mdtm(&m)),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
@@ -515,9 +647,9 @@ impl<'a> Session<'a> {
 
     fn cmd_mlst(&mut self, arg: Option<&str>) -> io::Result<()> {
         let arg = arg.unwrap_or(".").to_string();
-        let Some((virt, real)) = self.resolve_real(&arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(&arg)? else { return Ok(()) };
         let write = self.access.is_some_and(|a| a.write);
-        match fs::metadata(&real) {
+        match self.shared.vfs.stat(&virt) {
             Ok(m) => {
                 let line = format!(" {}{virt}", listing::facts(&m, None, write));
                 self.ctl.send(&Reply::multi(250, vec![format!("Listing {virt}"), line, "End.".into()]))
@@ -532,8 +664,8 @@ impl<'a> Session<'a> {
             let lines = vec!["haul GridFTP server status:".into(), format!("    Logged in as {user}"), "End.".into()];
             return self.ctl.send(&Reply::multi(211, lines));
         };
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match listing::list(&real, true) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        match listing::list(&self.shared.vfs, &virt, true) {
             Ok(body) => {
                 let mut lines = vec![format!("status of {virt}")];
                 lines.extend(String::from_utf8_lossy(&body).lines().map(|l| format!(" {l}")));
@@ -550,30 +682,29 @@ impl<'a> Session<'a> {
             Err(e) => return self.ctl.reply(504, format!("{e}.")),
         };
         if let Some(d) = self.known_digest.take() {
-            // The file just sent or received, still the same file (so still inside the root):
-            // its digest is known.
+            // The file just sent or received, still the same file: its digest is known.
             let whole = offset == 0 && length.unwrap_or(d.id.size) == d.id.size;
-            if whole && d.alg == alg && d.virt == Vfs::normalize(&self.cwd, arg) && fs::metadata(&d.real).is_ok_and(|m| FileId::of(&m) == d.id) {
+            if whole && d.alg == alg && d.virt == Root::normalize(&self.cwd, arg) && self.shared.vfs.stat(&d.virt).is_ok_and(|m| FileId::of(&m) == d.id) {
                 self.ctl.defer_reply(213, d.hex);
                 return Ok(());
             }
         }
-        let Some(target) = self.resolve(arg)? else { return Ok(()) };
         // Hashing may take a while: the client should have the replies it is waiting for.
         self.ctl.flush()?;
-        let result = match target {
+        let watch = self.ctl.watcher();
+        let result = match self.resolve(arg) {
             Target::Zero => match length {
+                Some(n) if n > MAX_ZERO_CKSM => {
+                    return self.ctl.reply(501, format!("/dev/zero: CKSM is limited to {MAX_ZERO_CKSM} bytes of zeros."))
+                }
                 Some(_) => checksum(&Zero, alg, offset, length),
                 None => return self.ctl.reply(550, "/dev/zero: endless; give CKSM a length."),
             },
             Target::Null => checksum(&Zero, alg, 0, Some(0)),
-            Target::Path { virt, real } => match fs::File::open(&real).and_then(|f| {
-                if f.metadata()?.is_dir() {
-                    return Err(io::Error::new(io::ErrorKind::InvalidInput, "Is a directory"));
-                }
-                Ok(f)
-            }) {
-                Ok(f) => checksum(&f as &dyn Source, alg, offset, length),
+            Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
+                Ok((_, m)) if m.is_dir() => return self.ctl.reply(550, format!("{virt}: Is a directory")),
+                Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                Ok((f, _)) => checksum(&WhileClientStays { src: &f, watch }, alg, offset, length),
                 Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
             },
         };
@@ -587,8 +718,9 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::create_dir(&real) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(parent) = self.parent_of(&virt, true)? else { return Ok(()) };
+        match parent.mkdir() {
             Ok(()) => self.ctl.reply(257, format!("\"{virt}\" directory created.")),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => self.ctl.reply(553, fs_error(&virt, &e)),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
@@ -599,12 +731,12 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
         if virt == "/" {
             return self.ctl.reply(550, "/: Permission denied (the served root cannot be removed)");
         }
-        let r = if dir { fs::remove_dir(&real) } else { fs::remove_file(&real) };
-        match r {
+        let Some(parent) = self.parent_of(&virt, false)? else { return Ok(()) };
+        match parent.remove(dir) {
             Ok(()) => self.ctl.reply(250, format!("{} command successful.", if dir { "RMD" } else { "DELE" })),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
@@ -614,26 +746,32 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::symlink_metadata(&real) {
-            Ok(_) if virt != "/" => {
-                self.rename_from = Some((virt, real));
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        if virt == "/" {
+            return self.ctl.reply(550, "/: Permission denied (the served root cannot be renamed)");
+        }
+        let Some(parent) = self.parent_of(&virt, true)? else { return Ok(()) };
+        match parent.lstat() {
+            Ok(Some(_)) => {
+                self.rename_from = Some(virt);
                 self.ctl.reply(350, "File exists, ready for destination name.")
             }
-            Ok(_) => self.ctl.reply(550, "/: Permission denied (the served root cannot be renamed)"),
+            Ok(None) => self.ctl.reply(550, format!("{virt}: No such file or directory")),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
     }
 
     fn cmd_rnto(&mut self, arg: &str) -> io::Result<()> {
-        let Some((_, from)) = self.rename_from.take() else {
+        let Some(from) = self.rename_from.take() else {
             return self.ctl.reply(503, "RNTO needs RNFR first.");
         };
         if !self.check_write()? {
             return Ok(());
         }
-        let Some((virt, real)) = self.resolve_real(arg)? else { return Ok(()) };
-        match fs::rename(&from, &real) {
+        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(to) = self.parent_of(&virt, true)? else { return Ok(()) };
+        let Some(from_parent) = self.parent_of(&from, true)? else { return Ok(()) };
+        match from_parent.rename_to(&to) {
             Ok(()) => self.ctl.reply(250, "Rename successful."),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }

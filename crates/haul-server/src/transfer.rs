@@ -3,35 +3,29 @@
 //! connections are cached after a transfer and reused by the next one (`125`), and the EOF
 //! block announces the EOD count (GFD.020 §3). MODE S is RFC 959 stream mode, one connection
 //! per transfer, closed to mark the end.
-//!
-//! Uploads never damage an existing file on failure: a plain STOR writes `.<name>.haul-part`
-//! next to the target and renames it over the target only after every EOD arrived; a failed
-//! upload leaves the part file for a restart (`REST <ranges>` + STOR continues it). `ESTO` and
-//! `APPE` write in place, as their callers asked for.
+//! Uploads are in `upload`.
 
-use std::fs::{self, OpenOptions};
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use haul_proto::command::{Restart, TransferMode};
 use haul_proto::hostport::format_port;
-use haul_proto::{Command, PerfMarker, RangeSet, Reply};
-use haul_transport::io::{Null, Sink, Source, Zero};
+use haul_proto::{Command, RangeSet, Reply};
+use haul_transport::io::{Sink, Source, Zero};
 use haul_transport::mode_e::{self, Acceptor, Progress};
-use haul_transport::{socket, stream, tls, Conn};
-use haul_xfer::checksum::{Algorithm, HashingSink, HashingSource};
+use haul_transport::{socket, stream, Conn};
+use haul_xfer::checksum::{Algorithm, HashingSource};
 
-use crate::control::Control;
+use crate::datachan::{send_markers, watched, Cut, Dial, ListenAcceptor, Peers, Setup, Watch};
 use crate::listing;
 use crate::session::{fs_error, FileId, KnownDigest, Session};
-use crate::vfs::{Target, Vfs};
+use crate::vfs::{Root, Target};
 
-/// How long connecting to a PORT address may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long after a MODE S upload's close the control connection is watched for the client's
+/// own close (a killed client closes both at once; the second may trail the first).
+const STREAM_END_GRACE: Duration = Duration::from_millis(20);
 
 /// Which passive command was given.
 pub enum Passive {
@@ -63,98 +57,6 @@ pub enum WriteKind {
     Esto(u64),
 }
 
-#[derive(Default)]
-enum Setup {
-    #[default]
-    None,
-    Active(Vec<SocketAddr>),
-    Passive(TcpListener),
-}
-
-/// A session's data-channel set-up and cached MODE E connections.
-#[derive(Default)]
-pub struct DataState {
-    setup: Setup,
-    cached: Vec<Conn>,
-    /// Streams to open when sending (OPTS RETR Parallelism).
-    pub parallelism: usize,
-    /// TCP buffer size for new data connections (SBUF).
-    pub sbuf: Option<usize>,
-}
-
-impl DataState {
-    /// Drops the cached MODE E connections.
-    pub fn drop_cached(&mut self) {
-        self.cached.clear();
-    }
-
-    /// Drops cached connections and any PORT / PASV set-up.
-    pub fn drop_all(&mut self) {
-        self.cached.clear();
-        self.setup = Setup::None;
-    }
-
-    /// PORT / EPRT / SPOR: the peer listens at `addrs`.
-    pub fn set_active(&mut self, ctl: &mut Control, addrs: Vec<SocketAddr>, verb: &str) -> io::Result<()> {
-        self.drop_all();
-        self.setup = Setup::Active(addrs);
-        ctl.reply(200, format!("{verb} Command successful."))
-    }
-}
-
-/// How new data connections are made: buffer size, timeouts, TLS (PROT P, this side is the
-/// TLS server on every data connection, RFC 4217 §9).
-struct Dial {
-    sbuf: Option<usize>,
-    timeout: Duration,
-    tls: Option<Arc<rustls::ServerConfig>>,
-}
-
-impl Dial {
-    fn wrap(&self, tcp: TcpStream) -> io::Result<Conn> {
-        tcp.set_read_timeout(Some(self.timeout))?;
-        tcp.set_write_timeout(Some(self.timeout))?;
-        Ok(match &self.tls {
-            Some(cfg) => Box::new(tls::accept(cfg.clone(), tcp)?),
-            None => Box::new(tcp),
-        })
-    }
-
-    fn connect(&self, addr: SocketAddr) -> io::Result<Conn> {
-        self.wrap(socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?)
-    }
-
-    fn accept(&self, l: &TcpListener) -> io::Result<Conn> {
-        self.wrap(socket::accept_timeout(l, self.timeout)?.0)
-    }
-}
-
-/// Accepts further MODE E connections on the passive listener during a receive.
-struct ListenAcceptor<'a> {
-    listener: &'a TcpListener,
-    dial: &'a Dial,
-    deadline: Instant,
-    have_conns: AtomicBool,
-}
-
-impl Acceptor for ListenAcceptor<'_> {
-    fn accept(&self, wait: Duration) -> io::Result<Option<Conn>> {
-        match socket::accept_timeout(self.listener, wait) {
-            Ok((tcp, _)) => {
-                self.have_conns.store(true, Ordering::Relaxed);
-                self.dial.wrap(tcp).map(Some)
-            }
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                if !self.have_conns.load(Ordering::Relaxed) && Instant::now() > self.deadline {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "no data connection arrived in time"));
-                }
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
 /// A byte range of another source seen from 0 (ERET) or a sink written at an offset (ESTO).
 struct Shifted<'a, T: ?Sized>(&'a T, u64);
 
@@ -182,44 +84,43 @@ impl Source for Bytes {
     }
 }
 
-/// Hidden part file an upload to `real` goes to before it is renamed into place.
-/// Takes an exclusive `flock` on `file` without waiting; false if another holds it. Where the
-/// file system does not support `flock`, the write goes ahead unlocked.
-fn lock_exclusive(file: &fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a file descriptor owned by `file`.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK)
-}
-
-pub fn part_path(real: &Path) -> PathBuf {
-    let name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    real.with_file_name(format!(".{name}.haul-part"))
-}
-
-fn perf_marker(progress: &Progress) -> Reply {
-    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let m = PerfMarker { timestamp, stripe_index: 0, stripe_bytes: progress.bytes(), total_stripes: 1 };
-    Reply::multi(112, m.to_lines())
-}
-
-/// Sends the 112 performance marker and the 111 restart marker (GFD.020 §4).
-fn send_markers(ctl: &mut Control, progress: &Progress) -> io::Result<()> {
-    ctl.send(&perf_marker(progress))?;
-    let ranges = progress.ranges();
-    if !ranges.is_empty() {
-        ctl.reply(111, format!("Range Marker {ranges}"))?;
-    }
-    Ok(())
-}
-
 impl Session<'_> {
-    fn dial(&self) -> Dial {
-        Dial {
+    fn dial(&self) -> io::Result<Dial> {
+        let cfg = &self.shared.cfg;
+        Ok(Dial {
             sbuf: self.data.sbuf,
-            timeout: self.shared.cfg.idle_timeout,
+            timeout: cfg.data_timeout,
             tls: if self.prot_private { self.shared.tls.clone() } else { None },
+            peers: self.peers()?,
+            limit: cfg.max_parallelism,
+        })
+    }
+
+    /// Who this session's data connections may reach.
+    pub(crate) fn peers(&self) -> io::Result<Peers> {
+        Ok(Peers { client: self.ctl.peer_ip()?, third_party: self.access.is_some_and(|a| a.third_party) })
+    }
+
+    fn watch(&self, markers: bool) -> Watch {
+        let cfg = &self.shared.cfg;
+        Watch { markers: markers.then_some(cfg.marker_interval), stall: cfg.data_timeout }
+    }
+
+    /// PORT / EPRT / SPOR: the client listens at `addrs`, which must be its own address (or any,
+    /// with the third-party permission) and unprivileged ports, at most the parallelism limit.
+    pub(crate) fn cmd_port(&mut self, addrs: Vec<SocketAddr>, verb: &str) -> io::Result<()> {
+        self.data.drop_all();
+        let max = self.shared.cfg.max_parallelism;
+        if addrs.is_empty() || addrs.len() > max {
+            return self.ctl.reply(501, format!("{verb}: between 1 and {max} addresses."));
         }
+        let peers = self.peers()?;
+        if let Some(why) = addrs.iter().find_map(|a| peers.refuse_port(a)) {
+            tracing::warn!(verb, %why, "data address refused");
+            return self.ctl.reply(501, format!("{verb} refused: {why}."));
+        }
+        self.data.setup = Setup::Active(addrs);
+        self.ctl.reply(200, format!("{verb} Command successful."))
     }
 
     /// PASV / EPSV / SPAS: listen for the peer's data connections.
@@ -243,7 +144,11 @@ impl Session<'_> {
     }
 
     /// Replies 425 and returns false when no data channel can be had.
-    fn check_setup(&mut self) -> io::Result<bool> {
+    pub(crate) fn check_setup(&mut self) -> io::Result<bool> {
+        if self.shared.cfg.require_tls && !self.prot_private {
+            self.ctl.reply(521, "Data connections must be protected on this server: send PROT P.")?;
+            return Ok(false);
+        }
         if self.mode == TransferMode::Extended && !self.data.cached.is_empty() {
             return Ok(true);
         }
@@ -254,16 +159,6 @@ impl Session<'_> {
         Ok(true)
     }
 
-    /// Opens `n` new data connections in the direction the set-up allows.
-    fn open_conns(&self, n: usize) -> io::Result<Vec<Conn>> {
-        let dial = self.dial();
-        match &self.data.setup {
-            Setup::Active(addrs) => (0..n).map(|i| dial.connect(addrs[i % addrs.len()])).collect(),
-            Setup::Passive(l) => (0..n).map(|_| dial.accept(l)).collect(),
-            Setup::None => Err(io::Error::new(io::ErrorKind::NotConnected, "no PORT or PASV given")),
-        }
-    }
-
     /// Sends `ranges` of `src`: MODE E over cached or new connections, or MODE S on one.
     /// Returns whether the transfer completed (its `226` is deferred, see `Control::defer`).
     fn send_source(&mut self, src: &dyn Source, ranges: Vec<(u64, u64)>) -> io::Result<bool> {
@@ -272,121 +167,112 @@ impl Session<'_> {
         }
         let progress = Progress::default();
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
-        let result = if self.mode == TransferMode::Extended {
-            let mut conns = std::mem::take(&mut self.data.cached);
+        let extended = self.mode == TransferMode::Extended;
+        let (dial, watch, cut) = (self.dial()?, self.watch(false), Cut::default());
+        let mut conns = if extended { std::mem::take(&mut self.data.cached) } else { Vec::new() };
+        conns.iter().for_each(|c| cut.hold(c));
+        match (conns.is_empty(), extended) {
+            (false, _) => self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?,
+            (true, true) => self.ctl.reply(150, "Beginning transfer.")?,
+            (true, false) => self.ctl.reply(150, "Opening data connection.")?,
+        }
+        let n = if extended { self.data.parallelism.max(1) } else { 1 };
+        let (setup, block) = (&self.data.setup, self.shared.cfg.block_size);
+        // Err(true): no data connection could be had (425); Err(false): the transfer failed.
+        let result = watched(&mut self.ctl, &progress, &cut, &watch, || -> Result<Vec<Conn>, (bool, io::Error)> {
             if conns.is_empty() {
-                self.ctl.reply(150, "Beginning transfer.")?;
-                match self.open_conns(self.data.parallelism.max(1)) {
-                    Ok(c) => conns = c,
-                    Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| false),
-                }
+                conns = dial.open(setup, n, &cut).map_err(|e| (true, e))?;
+            }
+            if extended {
+                mode_e::send(&mut conns, src, &ranges, block, &progress, false).map(|()| conns).map_err(|e| (false, e))
             } else {
-                self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?;
+                let (start, end) = (ranges.first().map_or(0, |r| r.0), ranges.last().map_or(0, |r| r.1));
+                let conn = conns.pop().ok_or_else(|| (true, io::Error::from(io::ErrorKind::NotConnected)))?;
+                stream::send(conn, src, start, Some(end), &progress).map(|()| Vec::new()).map_err(|e| (false, e))
             }
-            let block = self.shared.cfg.block_size;
-            let r = mode_e::send(&mut conns, src, &ranges, block, &progress, false);
-            if r.is_ok() {
-                self.data.cached = conns;
-            }
-            r
-        } else {
-            self.ctl.reply(150, "Opening data connection.")?;
-            let conn = match self.open_conns(1).map(|mut v| v.pop()) {
-                Ok(Some(c)) => c,
-                Ok(None) => return self.ctl.reply(425, "Can't open data connection.").map(|()| false),
-                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| false),
-            };
-            let start = ranges.first().map_or(0, |r| r.0);
-            let end = ranges.last().map_or(0, |r| r.1);
-            stream::send(conn, src, start, Some(end), &progress)
-        };
+        })?;
         match result {
-            Ok(()) => {
+            Ok(conns) => {
+                if extended {
+                    self.data.cached = conns;
+                }
                 self.ctl.defer_reply(226, "Transfer Complete.");
                 Ok(true)
             }
-            Err(e) => {
+            Err((no_conn, e)) => {
+                let e = cut.explain(e);
                 tracing::warn!(error = %e, "send failed");
-                self.ctl.reply(426, format!("Data connection closed: {e}")).map(|()| false)
+                let (code, what) = if no_conn { (425, "Can't open data connection") } else { (426, "Data connection closed") };
+                self.ctl.reply(code, format!("{what}: {e}")).map(|()| false)
             }
         }
     }
 
     /// Receives into `sink` (MODE E blocks at `base` + offset; MODE S from `stream_start`),
     /// sending markers meanwhile. On success the final 112 and 111 are sent and the ranges
-    /// written are returned; on failure the error reply has been sent.
-    fn receive_into(&mut self, sink: &dyn Sink, base: u64, stream_start: u64) -> io::Result<Option<RangeSet>> {
+    /// written are returned. On failure, `Err(None)` if the reply was sent (no data channel),
+    /// else the cause, for the caller's final reply.
+    pub(crate) fn receive_into(&mut self, sink: &dyn Sink, base: u64, stream_start: u64) -> io::Result<Result<RangeSet, Option<io::Error>>> {
         if !self.check_setup()? {
-            return Ok(None);
+            return Ok(Err(None));
         }
         let progress = Progress::default();
-        let dial = self.dial();
         let extended = self.mode == TransferMode::Extended;
-        let mut conns = std::mem::take(&mut self.data.cached);
-        if conns.is_empty() || !extended {
+        let (dial, watch, cut) = (self.dial()?, self.watch(true), Cut::default());
+        let mut conns = if extended { std::mem::take(&mut self.data.cached) } else { Vec::new() };
+        conns.iter().for_each(|c| cut.hold(c));
+        if conns.is_empty() {
             self.ctl.reply(150, "Beginning transfer.")?;
         } else {
             self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?;
         }
-        if matches!(self.data.setup, Setup::Active(_)) && (conns.is_empty() || !extended) {
+        if matches!(self.data.setup, Setup::Active(_)) && conns.is_empty() {
             let n = if extended { self.data.parallelism.max(1) } else { 1 };
-            match self.open_conns(n) {
+            match dial.open(&self.data.setup, n, &cut) {
                 Ok(c) => conns = c,
-                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| None),
+                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| Err(None)),
             }
         }
-        let listener = match &self.data.setup {
-            Setup::Passive(l) => Some(l),
+        let acceptor = match &self.data.setup {
+            Setup::Passive(l) => Some(ListenAcceptor { listener: l, dial: &dial, cut: &cut, accepted: AtomicUsize::new(conns.len()) }),
             _ => None,
         };
-        let acceptor = listener.map(|l| ListenAcceptor {
-            listener: l,
-            dial: &dial,
-            deadline: Instant::now() + self.shared.cfg.idle_timeout,
-            have_conns: AtomicBool::new(!conns.is_empty()),
-        });
         let shifted = Shifted(sink, base);
         let block = self.shared.cfg.block_size;
-        let interval = self.shared.cfg.marker_interval;
-        let ctl = &mut self.ctl;
-        let (tx, rx) = mpsc::channel::<()>();
-        let result: io::Result<Vec<Conn>> = std::thread::scope(|s| {
-            let (progress, acceptor, shifted) = (&progress, acceptor.as_ref(), &shifted);
-            let worker = s.spawn(move || {
-                let _done = tx;
-                if extended {
-                    let a = acceptor.map(|a| a as &dyn Acceptor);
-                    mode_e::receive(conns, a, shifted, progress, None, block).map(|r| r.reusable)
-                } else {
-                    let conn = match conns.pop() {
-                        Some(c) => c,
-                        None => match acceptor {
-                            Some(a) => a.dial.accept(a.listener)?,
-                            None => return Err(io::Error::new(io::ErrorKind::NotConnected, "no data connection")),
-                        },
-                    };
-                    stream::receive(conn, sink, stream_start, progress).map(|_| Vec::new())
-                }
-            });
-            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
-                if let Err(e) = send_markers(ctl, progress) {
-                    tracing::debug!(error = %e, "marker not sent");
-                }
+        let result = watched(&mut self.ctl, &progress, &cut, &watch, || -> io::Result<Vec<Conn>> {
+            if extended {
+                let a = acceptor.as_ref().map(|a| a as &dyn Acceptor);
+                mode_e::receive(conns, a, &shifted, &progress, None, block).map(|r| r.reusable)
+            } else {
+                let conn = match (conns.pop(), &acceptor) {
+                    (Some(c), _) => c,
+                    (None, Some(a)) => a.dial.accept(a.listener, &cut)?,
+                    (None, None) => return Err(io::Error::new(io::ErrorKind::NotConnected, "no data connection")),
+                };
+                stream::receive(conn, sink, stream_start, &progress).map(|_| Vec::new())
             }
-            worker.join().unwrap_or_else(|_| Err(io::Error::other("receiver thread panicked")))
-        });
+        })?
+        .map_err(|e| cut.explain(e));
+        // MODE S ends by a close, which a client killed mid-file also makes: the upload is whole
+        // only if the client is still there to hear about it.
+        let result = match result {
+            Ok(_) if !extended && self.ctl.client_gone(STREAM_END_GRACE) => Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the client left with its MODE S data connection: the upload is incomplete",
+            )),
+            r => r,
+        };
         match result {
             Ok(reusable) => {
                 if extended {
                     self.data.cached = reusable;
                 }
                 send_markers(&mut self.ctl, &progress)?;
-                Ok(Some(progress.ranges()))
+                Ok(Ok(progress.ranges()))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "receive failed");
-                self.ctl.reply(426, format!("Data connection closed: {e}"))?;
-                Ok(None)
+                Ok(Err(Some(e)))
             }
         }
     }
@@ -394,23 +280,20 @@ impl Session<'_> {
     /// RETR / ERET: send a file, the missing ranges after REST, or a partial range.
     pub(crate) fn cmd_retr(&mut self, arg: &str, eret: Option<(u64, u64)>) -> io::Result<()> {
         let rest = self.rest.take();
-        let Some(target) = self.resolve(arg)? else { return Ok(()) };
         let file;
         let mut id = None;
-        let (src, len, virt): (&dyn Source, Option<u64>, String) = match target {
+        let (src, len, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
             Target::Null => return self.ctl.reply(550, "/dev/null: Permission denied (write-only device)"),
-            Target::Path { virt, real } => {
-                match fs::File::open(&real).and_then(|f| f.metadata().map(|m| (f, m))) {
-                    Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
-                    Ok((f, m)) => {
-                        file = f;
-                        id = Some((FileId::of(&m), real));
-                        (&file, Some(m.len()), virt)
-                    }
-                    Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+            Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
+                Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                Ok((f, m)) => {
+                    file = f;
+                    id = Some(FileId::of(&m));
+                    (&file, Some(m.len()), virt)
                 }
-            }
+                Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+            },
         };
         if let Some((off, l)) = eret {
             let l = match len {
@@ -434,14 +317,14 @@ impl Session<'_> {
         // A whole file whose checksum the client asks for next: hash the bytes as they are
         // sent, rather than reading the file again for the CKSM.
         let hash = match (whole, id) {
-            (true, Some(id)) if id.0.settled() => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
+            (true, Some(id)) if id.settled() => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
             _ => None,
         };
-        let Some((alg, (id, real))) = hash else { return self.send_source(src, ranges).map(drop) };
+        let Some((alg, id)) = hash else { return self.send_source(src, ranges).map(drop) };
         let hashing = HashingSource::new(src, alg);
         if self.send_source(&hashing, ranges)? {
             if let Some(hex) = hashing.finish(n) {
-                self.known_digest = Some(KnownDigest { virt, real, alg, id, hex });
+                self.known_digest = Some(KnownDigest { virt, alg, id, hex });
             }
         }
         Ok(())
@@ -449,121 +332,28 @@ impl Session<'_> {
 
     /// The algorithm of a `CKSM` of the whole of `virt` that the client has already sent as
     /// the next command, if it has.
-    fn pipelined_cksm(&mut self, virt: &str) -> Option<Algorithm> {
+    pub(crate) fn pipelined_cksm(&mut self, virt: &str) -> Option<Algorithm> {
         let cwd = self.cwd.clone();
         let line = self.ctl.peek_line()?;
         match Command::parse(line).ok()? {
-            Command::Cksm { algorithm, offset: 0, path, .. } if Vfs::normalize(&cwd, &path) == virt => algorithm.parse().ok(),
+            Command::Cksm { algorithm, offset: 0, path, .. } if Root::normalize(&cwd, &path) == virt => algorithm.parse().ok(),
             _ => None,
         }
-    }
-
-    /// STOR / APPE / ESTO: receive a file, never damaging the target on failure.
-    pub(crate) fn cmd_stor(&mut self, arg: &str, kind: WriteKind) -> io::Result<()> {
-        let rest = self.rest.take();
-        let Some(target) = self.resolve(arg)? else { return Ok(()) };
-        let (virt, real) = match target {
-            Target::Null => {
-                if self.receive_into(&Null, 0, 0)?.is_some() {
-                    self.ctl.reply(226, "Transfer Complete.")?;
-                }
-                return Ok(());
-            }
-            Target::Zero => return self.ctl.reply(550, "/dev/zero: Permission denied (read-only device)"),
-            Target::Path { virt, real } => (virt, real),
-        };
-        if !self.check_write()? {
-            return Ok(());
-        }
-        if real.is_dir() {
-            return self.ctl.reply(550, format!("{virt}: Is a directory"));
-        }
-        if !self.check_setup()? {
-            return Ok(());
-        }
-        let part = part_path(&real);
-        let held_end = |r: &Restart| match r {
-            Restart::Offset(o) => *o,
-            Restart::Ranges(r) => r.missing(u64::MAX).first().map_or(0, |m| m.0),
-        };
-        let (path, truncate, base, start) = match (&kind, &rest) {
-            (WriteKind::Stor, None) => (part.clone(), true, 0, 0),
-            (WriteKind::Stor, Some(r)) => {
-                let p = if part.exists() { part.clone() } else { real.clone() };
-                (p, false, 0, held_end(r))
-            }
-            (WriteKind::Appe, _) => {
-                let len = fs::metadata(&real).map_or(0, |m| m.len());
-                (real.clone(), false, len, len)
-            }
-            (WriteKind::Esto(o), _) => (real.clone(), false, *o, *o),
-        };
-        // Not truncating yet: another session may be writing this file, and nothing of its
-        // data may be lost before the lock below says so.
-        let file = match OpenOptions::new().write(true).create(true).truncate(false).open(&path) {
-            Ok(f) => f,
-            Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
-        };
-        // One writer per file: two uploads interleaving their blocks in one inode would leave a
-        // mix of both, and the digest hashed from one session's blocks would vouch for it. The
-        // lock is the open file description's, so it ends with `file` (or a crashed session).
-        if !lock_exclusive(&file) {
-            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
-        }
-        if truncate {
-            if let Err(e) = file.set_len(0) {
-                return self.ctl.reply(550, fs_error(&virt, &e));
-            }
-        }
-        // A new file whose checksum the client asks for next: hash the blocks as they are
-        // written, rather than reading the file back for the CKSM.
-        let alg = match (&kind, &rest) {
-            (WriteKind::Stor, None) => self.pipelined_cksm(&virt),
-            _ => None,
-        };
-        let hashing = alg.map(|a| HashingSink::new(&file, a, &path));
-        let sink: &dyn Sink = match &hashing {
-            Some(h) => h,
-            None => &file,
-        };
-        let Some(got) = self.receive_into(sink, base, start)? else {
-            tracing::warn!(path = %virt, part = %path.display(), "upload failed; partial data kept");
-            return Ok(());
-        };
-        let len = got.ranges().last().map_or(0, |r| r.1);
-        let digest = match hashing {
-            // None unless every byte of [0, len) was hashed.
-            Some(h) => h.finish(len).ok().flatten(),
-            None => None,
-        };
-        drop(file);
-        if path == part {
-            if let Err(e) = fs::rename(&part, &real) {
-                return self.ctl.reply(550, fs_error(&virt, &e));
-            }
-        }
-        // The identity after the rename, which changes the file's ctime.
-        if let (Some(hex), Some(alg), Ok(m)) = (digest, alg, fs::metadata(&real)) {
-            self.known_digest = Some(KnownDigest { virt, real, alg, id: FileId::of(&m), hex });
-        }
-        self.ctl.defer_reply(226, "Transfer Complete.");
-        Ok(())
     }
 
     /// LIST / NLST / MLSD: send a listing over the data channel (MODE S, or MODE E blocks).
     pub(crate) fn cmd_listing(&mut self, arg: Option<&str>, kind: ListKind) -> io::Result<()> {
-        let Some((virt, real)) = self.resolve_real(arg.unwrap_or("."))? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg.unwrap_or("."))? else { return Ok(()) };
         let write = self.access.is_some_and(|a| a.write);
+        let root = &self.shared.vfs;
         let body = match kind {
-            ListKind::Mlsd => {
-                if !real.is_dir() {
-                    return self.ctl.reply(501, format!("{virt}: Not a directory"));
-                }
-                let parent = if virt == "/" { real.clone() } else { real.parent().map_or(real.clone(), Path::to_path_buf) };
-                listing::mlsd(&real, &parent, write)
-            }
-            ListKind::List => listing::list(&real, true),
-            ListKind::Nlst => listing::list(&real, false),
+            ListKind::Mlsd => match root.stat(&virt) {
+                Ok(m) if !m.is_dir() => return self.ctl.reply(501, format!("{virt}: Not a directory")),
+                Ok(_) => listing::mlsd(root, &virt, write),
+                Err(e) => Err(e),
+            },
+            ListKind::List => listing::list(root, &virt, true),
+            ListKind::Nlst => listing::list(root, &virt, false),
         };
         match body {
             Ok(b) => {

@@ -146,3 +146,47 @@ fn auth_tls_refused_without_certificate() {
     assert_eq!(r.code, 502, "{r}");
     assert_eq!(c.cmd("NOOP").code, 200);
 }
+
+#[test]
+fn require_tls_refuses_clear_logins_and_clear_data() {
+    let c = certs();
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("f"), b"secret data").unwrap();
+    let srv = server(root.path(), |cfg| {
+        cfg.tls = Some((c.cert.clone(), c.key.clone()));
+        cfg.require_tls = true;
+    });
+    let mut clear = Ctl::connect(srv.addr());
+    let r = clear.cmd("USER anonymous");
+    assert_eq!(r.code, 530, "{r}");
+    assert!(r.text().contains("AUTH TLS"), "{r}");
+    assert_eq!(clear.cmd("PASS x@").code, 530);
+    let mut t = tls_login(srv.addr(), tls::client_config(&c.cert).unwrap());
+    assert_eq!(t.cmd("PROT C").code, 200);
+    t.cmd("PASV");
+    let r = t.cmd("RETR f");
+    assert_eq!(r.code, 521, "no clear data connection: {r}");
+}
+
+#[test]
+fn require_tls_without_a_certificate_does_not_start() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = haul_server::ServerConfig::new(root.path());
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.require_tls = true;
+    let err = haul_server::Server::bind(cfg).err().expect("refused");
+    assert!(err.to_string().contains("--require-tls"), "{err}");
+}
+
+#[test]
+fn a_tls_key_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = certs();
+    fs::set_permissions(&c.key, fs::Permissions::from_mode(0o666)).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = haul_server::ServerConfig::new(root.path());
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.tls = Some((c.cert.clone(), c.key.clone()));
+    let err = haul_server::Server::bind(cfg).err().expect("refused");
+    assert!(err.to_string().contains("chmod go-w"), "{err}");
+}

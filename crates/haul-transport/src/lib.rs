@@ -22,11 +22,19 @@ use std::io::{Read, Write};
 pub trait DataStream: Read + Write + Send {
     /// Shuts the write half so the peer sees end of stream.
     fn shutdown_write(&mut self) -> std::io::Result<()>;
+
+    /// A second handle of the underlying TCP socket, so that another thread can cut the stream
+    /// (`shutdown(Both)`) while this one is blocked reading or writing it.
+    fn socket(&self) -> std::io::Result<std::net::TcpStream>;
 }
 
 impl DataStream for std::net::TcpStream {
     fn shutdown_write(&mut self) -> std::io::Result<()> {
         self.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn socket(&self) -> std::io::Result<std::net::TcpStream> {
+        self.try_clone()
     }
 }
 

@@ -60,6 +60,11 @@ impl Cursor {
     }
 }
 
+/// Most separate byte ranges a receive may hold. Parallel streams leave a few gaps per stream
+/// while blocks are in flight; a sender that scatters tiny blocks to grow the receiver's range
+/// set (and its restart markers) without bound is refused.
+pub const MAX_RANGES: usize = 16_384;
+
 /// Buffers larger than this are not kept for the next transfer.
 const KEEP_BUFFER: usize = 4 << 20;
 
@@ -400,6 +405,12 @@ fn recv_blocks(
             }
             if let Ok(mut r) = progress.ranges.lock() {
                 r.insert(h.offset, h.offset + h.count);
+                if r.ranges().len() > MAX_RANGES {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("MODE E blocks left more than {MAX_RANGES} separate ranges: refusing a transfer this fragmented"),
+                    ));
+                }
             }
         }
         if h.descriptor.has(Descriptor::EOD) {

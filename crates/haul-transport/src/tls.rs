@@ -120,6 +120,10 @@ impl DataStream for ServerStream {
         self.conn.complete_io(&mut self.sock)?;
         self.sock.shutdown(std::net::Shutdown::Write)
     }
+
+    fn socket(&self) -> io::Result<std::net::TcpStream> {
+        self.sock.try_clone()
+    }
 }
 
 impl DataStream for ClientStream {
@@ -127,5 +131,9 @@ impl DataStream for ClientStream {
         self.conn.send_close_notify();
         self.conn.complete_io(&mut self.sock)?;
         self.sock.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn socket(&self) -> io::Result<std::net::TcpStream> {
+        self.sock.try_clone()
     }
 }

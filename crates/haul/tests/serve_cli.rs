@@ -27,6 +27,24 @@ fn cmd(s: &mut TcpStream, p: &mut ReplyParser, line: &str) -> u16 {
     reply(s, p)
 }
 
+/// Starts `haul serve` on `root` with a users file and `extra` flags; the child and its address.
+fn serve_users(root: &std::path::Path, users: &std::path::Path, extra: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+    let mut srv = haul()
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .arg("--users")
+        .arg(users)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(srv.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").parse().expect("an address");
+    (srv, addr)
+}
+
 #[test]
 fn hash_password_then_login_with_users_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,19 +58,8 @@ fn hash_password_then_login_with_users_file() {
     let users = dir.path().join("users");
     std::fs::write(&users, format!("alice:{hash}:ro\n")).unwrap();
 
-    let mut srv = haul()
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(dir.path())
-        .arg("--users")
-        .arg(&users)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
-    let mut s = TcpStream::connect(&addr).unwrap();
+    let (mut srv, addr) = serve_users(dir.path(), &users, &[]);
+    let mut s = TcpStream::connect(addr).unwrap();
     let mut p = ReplyParser::new();
     assert_eq!(reply(&mut s, &mut p), 220);
     assert_eq!(cmd(&mut s, &mut p, "USER alice"), 331);
@@ -70,4 +77,51 @@ fn missing_root_is_a_clear_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/haul-root"), "{err}");
+}
+
+/// Peak resident memory of process `pid`, bytes (VmHWM).
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+#[test]
+fn many_simultaneous_wrong_passwords_keep_memory_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    let hash = haul_server::hash_password("right").unwrap();
+    std::fs::write(&users, format!("alice:{hash}:ro\n")).unwrap();
+    let (mut srv, addr) = serve_users(dir.path(), &users, &["--max-sessions", "100"]);
+    // 64 clients from 64 loopback addresses, each sending one wrong password at the same time.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(64));
+    let clients: Vec<_> = (1..=64u8)
+        .map(|i| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                sock.bind(&std::net::SocketAddr::from(([127, 0, 1, i], 0)).into()).unwrap();
+                sock.connect(&addr.into()).unwrap();
+                let mut s: TcpStream = sock.into();
+                let mut p = ReplyParser::new();
+                assert_eq!(reply(&mut s, &mut p), 220);
+                assert_eq!(cmd(&mut s, &mut p, "USER alice"), 331);
+                barrier.wait();
+                cmd(&mut s, &mut p, "PASS wrong")
+            })
+        })
+        .collect();
+    for c in clients {
+        assert_eq!(c.join().unwrap(), 530);
+    }
+    let peak = peak_rss(srv.id());
+    let _ = srv.kill();
+    let _ = srv.wait();
+    // One argon2id verification holds 19 MiB: 64 at once would pass 1.2 GB.
+    eprintln!("peak RSS after 64 simultaneous wrong passwords: {} MiB", peak >> 20);
+    assert!(peak < 100 << 20, "peak RSS {} MiB", peak >> 20);
 }

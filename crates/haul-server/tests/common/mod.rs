@@ -33,12 +33,21 @@ pub struct Ctl {
 impl Ctl {
     /// Connects and returns the client with the greeting consumed.
     pub fn connect(addr: SocketAddr) -> Ctl {
-        let s = TcpStream::connect(addr).expect("connect control");
+        Ctl::from_stream(TcpStream::connect(addr).expect("connect control"))
+    }
+
+    /// A client on a connected stream, with the greeting consumed.
+    pub fn from_stream(s: TcpStream) -> Ctl {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Ctl { s, p: ReplyParser::new() };
+        let mut c = Ctl::from_stream_raw(s);
         let r = c.reply();
         assert_eq!(r.code, 220, "greeting: {r}");
         c
+    }
+
+    /// A client on a connected stream, nothing read yet.
+    pub fn from_stream_raw(s: TcpStream) -> Ctl {
+        Ctl { s, p: ReplyParser::new() }
     }
 
     /// Connects and logs in anonymously.
@@ -181,4 +190,25 @@ impl haul_transport::io::Source for Mem {
         buf[..n].copy_from_slice(&self.0[s..s + n]);
         Ok(n)
     }
+}
+
+/// Waits (polling, at most 20 s) until `done` holds; false if it never did.
+pub fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done()
+}
+
+/// A TCP connection to `to` made from the loopback address `from` (all of 127.0.0.0/8 is
+/// loopback, so tests can be clients at several addresses).
+pub fn connect_from(from: [u8; 4], to: SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&SocketAddr::from((from, 0)).into()).unwrap();
+    s.connect(&to.into()).unwrap();
+    s.into()
 }

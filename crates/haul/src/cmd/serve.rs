@@ -25,7 +25,7 @@ pub struct Args {
     /// Let anonymous users write.
     #[arg(long, requires = "anonymous")]
     anonymous_write: bool,
-    /// Users file: lines `name:<argon2 hash>:rw|ro` (see --hash-password).
+    /// Users file: lines `name:<argon2 hash>:rw|ro[,third-party]` (see --hash-password).
     #[arg(long)]
     users: Option<PathBuf>,
     /// PEM certificate chain enabling AUTH TLS.
@@ -37,9 +37,27 @@ pub struct Args {
     /// Most concurrent control sessions.
     #[arg(long, default_value_t = 64)]
     max_sessions: usize,
+    /// Most concurrent control sessions from one client address.
+    #[arg(long, default_value_t = 48)]
+    max_sessions_per_ip: usize,
+    /// Most concurrent logged-in sessions of one named user.
+    #[arg(long, default_value_t = 48)]
+    max_sessions_per_user: usize,
+    /// Seconds from connecting to a completed login.
+    #[arg(long, default_value_t = 30)]
+    login_timeout: u64,
+    /// Refuse logins before AUTH TLS, and data connections without PROT P.
+    #[arg(long, requires = "tls_cert")]
+    require_tls: bool,
     /// Seconds a session may stay idle before it is closed.
     #[arg(long, default_value_t = 300)]
     idle_timeout: u64,
+    /// Seconds a data phase may go without moving a byte (waiting for its connection included).
+    #[arg(long, default_value_t = 60)]
+    data_timeout: u64,
+    /// Most data connections one transfer may open or accept (OPTS RETR Parallelism, SPOR).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_parallelism: u64,
     /// Read a password from stdin and print its argon2id hash for a users file, then exit.
     #[arg(long)]
     hash_password: bool,
@@ -63,7 +81,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.users = args.users;
     cfg.tls = args.tls_cert.zip(args.tls_key);
     cfg.max_sessions = args.max_sessions.max(1);
+    cfg.max_sessions_per_ip = args.max_sessions_per_ip.max(1);
+    cfg.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    cfg.login_timeout = Duration::from_secs(args.login_timeout.max(1));
+    cfg.require_tls = args.require_tls;
     cfg.idle_timeout = Duration::from_secs(args.idle_timeout.max(1));
+    cfg.data_timeout = Duration::from_secs(args.data_timeout.max(1));
+    cfg.max_parallelism = args.max_parallelism as usize;
     if !cfg.anonymous && cfg.users.is_none() {
         tracing::warn!("neither --anonymous nor --users given: nobody can log in");
     }

@@ -1,0 +1,196 @@
+//! Uploads (STOR / APPE / ESTO), which never damage the target on failure. A plain STOR writes
+//! the part file `.<name>.haul-part` beside the target, opened under a handle of the target's
+//! directory with `O_NOFOLLOW`, and renames it over the target only after the whole transfer
+//! arrived (every MODE E EOD; in MODE S, a close while the client is still connected). A failed
+//! upload leaves the part file for a restart (`REST <ranges>` + STOR continues it), except on a
+//! full disk, where it is removed. `ESTO` and `APPE` write in place, as their callers asked for.
+//!
+//! One writer per file: a server-wide registry keyed by (directory, name) refuses a second upload
+//! to the same target, whichever of STOR / APPE / ESTO each is, and an exclusive `flock` on the
+//! file written keeps another server process out.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::sync::Mutex;
+
+use haul_proto::command::Restart;
+use haul_proto::RangeSet;
+use haul_transport::io::{Null, Sink};
+use haul_xfer::checksum::HashingSink;
+
+use crate::session::{fs_error, FileId, KnownDigest, Session};
+use crate::transfer::WriteKind;
+use crate::vfs::{Parent, Target};
+
+/// The files being written by this server: (directory device, directory inode, name).
+pub type Writers = Mutex<HashSet<(u64, u64, Vec<u8>)>>;
+
+/// Holds one file's place in [`Writers`] until dropped.
+pub(crate) struct Writing<'a> {
+    writers: &'a Writers,
+    key: (u64, u64, Vec<u8>),
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.writers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+    }
+}
+
+/// Takes the file's place in the registry; None if another upload holds it.
+fn start_writing<'a>(writers: &'a Writers, parent: &Parent) -> io::Result<Option<Writing<'a>>> {
+    let key = parent.key()?;
+    let mut w = writers.lock().unwrap_or_else(|p| p.into_inner());
+    if !w.insert(key.clone()) {
+        return Ok(None);
+    }
+    Ok(Some(Writing { writers, key }))
+}
+
+/// Takes an exclusive `flock` on `file` without waiting; false if another process holds it.
+/// Where the file system does not support `flock`, the write goes ahead unlocked.
+pub(crate) fn lock_exclusive(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor owned by `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK)
+}
+
+/// True if `e` says the file system is full (or the user's quota is).
+fn disk_full(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+impl<'a> Session<'a> {
+    /// The checks every upload to `virt` makes before it opens anything: a writable user, a name
+    /// that is not reserved, a parent inside the root, a target that is a regular file or new
+    /// (never a directory, device or symlink), and no other upload to it. Replies and returns
+    /// None when one fails; otherwise the parent handle and the file's place in the registry.
+    pub(crate) fn start_upload(&mut self, virt: &str) -> io::Result<Option<(Parent, Writing<'a>)>> {
+        if !self.check_write()? {
+            return Ok(None);
+        }
+        let Some(parent) = self.parent_of(virt, true)? else { return Ok(None) };
+        let refuse = match parent.lstat() {
+            Ok(Some(m)) if m.is_dir() => Some(format!("{virt}: Is a directory")),
+            Ok(Some(m)) if m.file_type().is_symlink() => {
+                // Say why in the confinement's words when the link leads outside.
+                let outside = self.shared.vfs.stat(virt).is_err_and(|e| e.raw_os_error() == Some(libc::EXDEV));
+                let e = io::Error::from_raw_os_error(if outside { libc::EXDEV } else { libc::ELOOP });
+                Some(fs_error(virt, &e))
+            }
+            Ok(Some(m)) if !m.is_file() => Some(format!("{virt}: not a regular file")),
+            Ok(_) => None,
+            Err(e) => Some(fs_error(virt, &e)),
+        };
+        if let Some(why) = refuse {
+            self.ctl.reply(550, why)?;
+            return Ok(None);
+        }
+        let shared: &'a crate::session::Shared = self.shared;
+        match start_writing(&shared.writers, &parent) {
+            Ok(Some(w)) => Ok(Some((parent, w))),
+            Ok(None) => self.ctl.reply(450, format!("{virt}: another upload to this file is in progress")).map(|()| None),
+            Err(e) => self.ctl.reply(550, fs_error(virt, &e)).map(|()| None),
+        }
+    }
+
+    /// STOR / APPE / ESTO: receive a file, never damaging the target on failure.
+    pub(crate) fn cmd_stor(&mut self, arg: &str, kind: WriteKind) -> io::Result<()> {
+        let rest = self.rest.take();
+        let virt = match self.resolve(arg) {
+            Target::Null => {
+                return match self.receive_into(&Null, 0, 0)? {
+                    Ok(_) => self.ctl.reply(226, "Transfer Complete."),
+                    Err(None) => Ok(()),
+                    Err(Some(e)) => self.ctl.reply(426, format!("Data connection closed: {e}")),
+                };
+            }
+            Target::Zero => return self.ctl.reply(550, "/dev/zero: Permission denied (read-only device)"),
+            Target::Path(virt) => virt,
+        };
+        let Some((parent, _writing)) = self.start_upload(&virt)? else { return Ok(()) };
+        if !self.check_setup()? {
+            return Ok(());
+        }
+        let held_end = |r: &Restart| match r {
+            Restart::Offset(o) => *o,
+            Restart::Ranges(r) => r.missing(u64::MAX).first().map_or(0, |m| m.0),
+        };
+        let has_part = matches!(parent.part_lstat(), Ok(Some(_)));
+        // (to the part file?, truncate?, block base, stream start)
+        let (to_part, truncate, base, start) = match (&kind, &rest) {
+            (WriteKind::Stor, None) => (true, true, 0, 0),
+            (WriteKind::Stor, Some(r)) => (has_part, false, 0, held_end(r)),
+            (WriteKind::Appe, _) => {
+                let len = parent.lstat().ok().flatten().map_or(0, |m| m.len());
+                (false, false, len, len)
+            }
+            (WriteKind::Esto(o), _) => (false, false, *o, *o),
+        };
+        // Not truncating yet: another process may be writing this file, and nothing of its data
+        // may be lost before the lock below says so.
+        let opened = if to_part { parent.open_part(truncate) } else { parent.open_write(false) };
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+        };
+        if !lock_exclusive(&file) {
+            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
+        }
+        if truncate {
+            if let Err(e) = file.set_len(0) {
+                return self.ctl.reply(550, fs_error(&virt, &e));
+            }
+        }
+        // A new file whose checksum the client asks for next: hash the blocks as they are
+        // written, rather than reading the file back for the CKSM.
+        let alg = match (&kind, &rest) {
+            (WriteKind::Stor, None) => self.pipelined_cksm(&virt),
+            _ => None,
+        };
+        let part_label = format!("{virt} (part file)");
+        let hashing = alg.map(|a| HashingSink::new(&file, a, std::path::Path::new(&part_label)));
+        let sink: &dyn Sink = match &hashing {
+            Some(h) => h,
+            None => &file,
+        };
+        let got: RangeSet = match self.receive_into(sink, base, start)? {
+            Ok(got) => got,
+            Err(None) => return Ok(()),
+            Err(Some(e)) if disk_full(&e) => {
+                drop(file);
+                if to_part {
+                    if let Err(rm) = parent.remove_part() {
+                        tracing::warn!(path = %virt, error = %rm, "part file not removed after a full disk");
+                    }
+                }
+                tracing::warn!(path = %virt, "upload failed: disk full");
+                return self.ctl.reply(452, format!("{virt}: No space left on device; upload aborted, nothing kept"));
+            }
+            Err(Some(e)) => {
+                tracing::warn!(path = %virt, part = to_part, error = %e, "upload failed; partial data kept");
+                return self.ctl.reply(426, format!("Data connection closed: {e}"));
+            }
+        };
+        let len = got.ranges().last().map_or(0, |r| r.1);
+        let digest = match hashing {
+            // None unless every byte of [0, len) was hashed.
+            Some(h) => h.finish(len).ok().flatten(),
+            None => None,
+        };
+        drop(file);
+        if to_part {
+            if let Err(e) = parent.commit_part() {
+                return self.ctl.reply(550, fs_error(&virt, &e));
+            }
+        }
+        // The identity after the rename, which changes the file's ctime.
+        if let (Some(hex), Some(alg), Ok(m)) = (digest, alg, self.shared.vfs.stat(&virt)) {
+            self.known_digest = Some(KnownDigest { virt, alg, id: FileId::of(&m), hex });
+        }
+        self.ctl.defer_reply(226, "Transfer Complete.");
+        Ok(())
+    }
+}
