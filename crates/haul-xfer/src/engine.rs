@@ -19,6 +19,7 @@ use crate::checksum::Algorithm;
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::schedule::{Batch, ClusterInfo, Clustering, Queues};
+use crate::session::PasvAddress;
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
@@ -55,6 +56,8 @@ pub struct Options {
     pub sample_interval: Duration,
     /// TLS roots for `haul://` URLs.
     pub tls: Option<ClientTls>,
+    /// Where data connections go after `PASV`.
+    pub pasv: PasvAddress,
     /// Byte count for memory-to-memory runs from `/dev/zero`.
     pub len: Option<u64>,
     /// Bandwidth cap in bytes per second for each file's data (None: no cap).
@@ -86,6 +89,7 @@ impl Default for Options {
             resume: false,
             sample_interval: Duration::from_secs(1),
             tls: None,
+            pasv: PasvAddress::ControlPeer,
             len: None,
             max_rate: None,
             transport: Transport::Tcp,

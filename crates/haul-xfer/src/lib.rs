@@ -18,6 +18,7 @@ mod worker;
 
 pub use engine::{Options, Route, Summary, Transfer, Transport};
 pub use path::PathEstimate;
+pub use session::PasvAddress;
 pub use schedule::{ClusterInfo, Clustering};
 pub use error::{ErrorKind, XferError};
 pub use url::{Endpoint, RemoteUrl};

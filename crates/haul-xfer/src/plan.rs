@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::XferError;
-use crate::session::Session;
+use crate::session::{PasvAddress, Session};
+use crate::tls::ClientTls;
 
 /// One file to move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,16 +135,24 @@ pub fn single_dst(src_name: &str, dst: &str, dst_is_dir: bool) -> String {
     }
 }
 
+/// What `cp` asked for, as planning needs it.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// Copy directory trees (`-r`).
+    pub recursive: bool,
+    /// Bytes to read from `/dev/zero`.
+    pub len: Option<u64>,
+    /// TLS roots for `haul://` URLs.
+    pub tls: Option<ClientTls>,
+    /// Where listings' data connections go after `PASV`.
+    pub pasv: PasvAddress,
+}
 
 /// Plans `cp SRC DST`: the route and the files, creating destination directories on the way.
-pub fn plan(
-    src: &crate::Endpoint,
-    dst: &crate::Endpoint,
-    recursive: bool,
-    len: Option<u64>,
-    tls: Option<&crate::tls::ClientTls>,
-) -> Result<(crate::Route, Vec<Job>), XferError> {
+pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) -> Result<(crate::Route, Vec<Job>), XferError> {
     use crate::{Endpoint, Route, DEV_ZERO};
+    let (recursive, len) = (opts.recursive, opts.len);
+    let open = |url| Session::open(url, opts.tls.as_ref(), opts.pasv);
     let zero_len = || len.ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()));
     match (src, dst) {
         (Endpoint::Local(_), Endpoint::Local(_)) => {
@@ -154,7 +163,7 @@ pub fn plan(
             if s.path == DEV_ZERO {
                 return Ok((Route::Download(s.clone()), vec![Job::new(s.path.clone(), d_str, zero_len()?)]));
             }
-            let mut sess = Session::open(s, tls)?;
+            let mut sess = open(s)?;
             let (is_dir, size) = sess.stat(&s.path)?;
             let jobs = if is_dir {
                 if !recursive {
@@ -180,7 +189,7 @@ pub fn plan(
                 return Ok((Route::Upload(d.clone()), vec![Job::new(s_str, d.path.clone(), zero_len()?)]));
             }
             let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
-            let mut sess = Session::open(d, tls)?;
+            let mut sess = open(d)?;
             let jobs = if md.is_dir() {
                 if !recursive {
                     return Err(XferError::Usage(format!("{s_str} is a directory; use -r")));
@@ -207,8 +216,8 @@ pub fn plan(
             if s.path == DEV_ZERO {
                 return Ok((Route::ThirdParty(s.clone(), d.clone()), vec![Job::new(s.path.clone(), d.path.clone(), zero_len()?)]));
             }
-            let mut ss = Session::open(s, tls)?;
-            let mut ds = Session::open(d, tls)?;
+            let mut ss = open(s)?;
+            let mut ds = open(d)?;
             let (is_dir, size) = ss.stat(&s.path)?;
             let jobs = if is_dir {
                 if !recursive {

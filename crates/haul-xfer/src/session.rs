@@ -33,6 +33,19 @@ pub struct DataParams {
     pub block: usize,
 }
 
+/// Where a session opens its data connections after `PASV` (uploads, listings, and the address
+/// a server-to-server transfer hands the source).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PasvAddress {
+    /// The control connection's peer, with the port from the reply (what curl's
+    /// `--ftp-skip-pasv-ip` does): a server cannot point the client at a third host.
+    #[default]
+    ControlPeer,
+    /// The address the reply names (`--trust-pasv-address`), for servers whose data interface
+    /// differs from their control address.
+    Trusted,
+}
+
 /// Which way the session's cached data connections point.
 enum DataState {
     None,
@@ -58,6 +71,7 @@ pub struct Session {
     mode_e: bool,
     data: DataState,
     data_timeout: Duration,
+    pasv_address: PasvAddress,
     /// PLUT parameters once `OPTS HAUL Transport=plut` was accepted.
     plut: Option<haul_transport::plut::params::Params>,
     /// Set when [`Session::get_many`] left a pipeline early: replies to commands already sent
@@ -163,8 +177,8 @@ fn parse_cksm(r: &Reply) -> Option<String> {
 }
 
 impl Session {
-    /// Connects and logs in.
-    pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Session, XferError> {
+    /// Connects and logs in; data connections after `PASV` go where `pasv` says.
+    pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>, pasv: PasvAddress) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
         Ok(Session {
             ctl,
@@ -173,6 +187,7 @@ impl Session {
             mode_e: false,
             data: DataState::None,
             data_timeout: Duration::from_secs(60),
+            pasv_address: pasv,
             plut: None,
             abandoned: false,
         })
@@ -287,16 +302,28 @@ impl Session {
         Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
     }
 
+    /// Sends `PASV` and returns where to connect: see [`Session::data_addr`].
     pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
         let r = self.ctl.expect(&Command::Pasv, 227)?;
-        let mut a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
+        let a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
             host: self.ctl.name.clone(),
             reply: r.to_string(),
         })?;
-        if a.ip().is_unspecified() {
-            a.set_ip(self.ctl.peer.ip());
+        Ok(self.data_addr(a))
+    }
+
+    /// Where to open a data connection the server offered at `offered`: the control peer with
+    /// the offered port, unless PASV addresses are trusted (and even then not an unspecified
+    /// address).
+    pub(crate) fn data_addr(&self, offered: SocketAddr) -> SocketAddr {
+        let peer = self.ctl.peer.ip();
+        if self.pasv_address == PasvAddress::Trusted && !offered.ip().is_unspecified() {
+            return offered;
         }
-        Ok(a)
+        if offered.ip() != peer && !offered.ip().is_unspecified() {
+            tracing::debug!(host = %self.ctl.name, "PASV named {offered}; connecting to the control peer {peer} instead");
+        }
+        SocketAddr::new(peer, offered.port())
     }
 
     /// Ensures the session is set up to download with `p` streams.

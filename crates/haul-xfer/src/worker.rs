@@ -125,7 +125,7 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
 /// Moves files from a server to local disk.
 pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
-    let mut sess = Session::open(url, ctx.opts().tls.as_ref())?;
+    let mut sess = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
     let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
     ctx.set_alg(alg);
@@ -243,7 +243,7 @@ struct Outgoing {
 /// Moves files from local disk to a server.
 pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
-    let mut sess = Session::open(url, ctx.opts().tls.as_ref())?;
+    let mut sess = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
     let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
     ctx.set_alg(alg);
@@ -336,8 +336,8 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
     }
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
     let tls = ctx.opts().tls.as_ref();
-    let mut src = Session::open(a, tls)?;
-    let mut dst = Session::open(b, tls)?;
+    let mut src = Session::open(a, tls, ctx.opts().pasv)?;
+    let mut dst = Session::open(b, tls, ctx.opts().pasv)?;
     let mem = batch.iter().all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
     let alg = if mem || !ctx.opts().verify {
         None
@@ -356,6 +356,8 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
         let p = ctx.parallelism();
         if configured != p {
             dst.set_mode_e()?;
+            // The destination's control peer with its PASV port (unless PASV addresses are
+            // trusted): a destination cannot have the source connect to a third host.
             let addr = dst.pasv()?;
             src.set_mode_e()?;
             src.ctl.ok(&Command::Opts { command: "RETR".into(), options: format!("Parallelism={p},{p},{p};") })?;

@@ -10,7 +10,8 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use haul_xfer::{plan::plan, Endpoint, Options, Transfer};
+use haul_xfer::plan::{plan, PlanOptions};
+use haul_xfer::{Endpoint, Options, Transfer};
 
 fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
     let t = Instant::now();
@@ -39,7 +40,7 @@ fn make_tree(root: &Path) {
 fn lower_mid_batch(url: &str, out: &Path, context: &dyn Fn() -> String) {
     let src = Endpoint::parse(url).unwrap();
     let dst = Endpoint::parse(out.to_str().unwrap()).unwrap();
-    let (route, jobs) = plan(&src, &dst, true, None, None).unwrap();
+    let (route, jobs) = plan(&src, &dst, &PlanOptions { recursive: true, ..PlanOptions::default() }).unwrap();
     assert_eq!(jobs.len(), N);
     let opts = Options {
         concurrency: 2,

@@ -103,10 +103,8 @@ impl Session {
         for item in items {
             let session: u64 = rand::random();
             let r = self.ctl.expect(&plut_cmd(format!("PASV {session:016x} {}", item.len)), 227)?;
-            let mut peer = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
-            if peer.ip().is_unspecified() {
-                peer.set_ip(self.ctl.peer.ip());
-            }
+            let offered = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+            let peer = self.data_addr(offered);
             let stor = Command::Stor(item.path.clone());
             self.ctl.send(&stor)?;
             if let Some(alg) = item.cksm {

@@ -13,7 +13,8 @@ use haul_xfer::tls::ClientTls;
 use haul_xfer::autotune::{self, SampleEstimate, Tunable};
 use haul_tune::cluster::{Cutoffs, Policy};
 use haul_tune::concurrency::Utility;
-use haul_xfer::{Clustering, Endpoint, Options, PathEstimate, Summary, Transfer, Transport};
+use haul_xfer::plan::PlanOptions;
+use haul_xfer::{Clustering, Endpoint, Options, PasvAddress, PathEstimate, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
 
@@ -64,6 +65,11 @@ pub struct Args {
     /// 1 Gb/s; default 10 Gb/s).
     #[arg(long, value_parser = parse_bytes)]
     pub plut_rate: Option<u64>,
+    /// Connect data channels to the address a server's PASV reply names. By default haul
+    /// connects to the control connection's peer with the reply's port, so a server cannot
+    /// point it at a third host; this is for servers whose data interface has another address.
+    #[arg(long)]
+    pub trust_pasv_address: bool,
     /// PEM file of CA certificates that haul:// servers must chain to.
     #[arg(long)]
     pub ca: Option<PathBuf>,
@@ -239,6 +245,14 @@ fn transport_name(t: Transport) -> &'static str {
     }
 }
 
+fn pasv_address(args: &Args) -> PasvAddress {
+    if args.trust_pasv_address {
+        PasvAddress::Trusted
+    } else {
+        PasvAddress::ControlPeer
+    }
+}
+
 fn now_unix() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
@@ -272,6 +286,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         resume: args.resume,
         sample_interval: Duration::from_millis(args.sample_ms.unwrap_or(if args.tune { 200 } else { 1000 }).max(100)),
         tls: tls.clone(),
+        pasv: pasv_address(&args),
         len: args.len,
         max_rate: args.max_rate,
         transport: args.transport,
@@ -290,7 +305,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
-    let result = haul_xfer::plan::plan(&src, &dst, args.recursive, args.len, tls.as_ref()).and_then(|(route, jobs)| {
+    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv };
+    let result = haul_xfer::plan::plan(&src, &dst, &plan_opts).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();
         let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);

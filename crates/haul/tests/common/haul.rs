@@ -58,3 +58,32 @@ pub fn cp_env(args: &[&str], history: &Path, env: &[(&str, &str)]) -> Output {
     eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     out
 }
+
+/// [`cp`] that must end within `limit`: a run still going then is killed and the test fails,
+/// so a client that loops forever on hostile input cannot hang the suite.
+pub fn cp_within(args: &[&str], history: &Path, limit: std::time::Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .arg("cp")
+        .args(args)
+        .arg("--history")
+        .arg(history)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run haul cp");
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let (out, late) = match rx.recv_timeout(limit) {
+        Ok(out) => (out, false),
+        Err(_) => {
+            // Killing our late child ends its wait, which then hands over what it printed.
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            (rx.recv().expect("the waiting thread reports"), true)
+        }
+    };
+    let out = out.expect("wait for haul cp");
+    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!late, "haul cp {args:?} still running after {limit:?}");
+    out
+}

@@ -3,3 +3,4 @@
 
 pub mod globus;
 pub mod haul;
+pub mod hostile;

@@ -1,0 +1,143 @@
+//! `haul cp` against a hostile server (`common/hostile.rs`): a PASV reply naming a third host,
+//! a data connection injected from another address, a file sent short, and directory trees that
+//! never end. Each test names the finding of the client-hardening issue it covers.
+mod common;
+
+use common::haul::*;
+use common::hostile::{self, Config, OTHER_HOST};
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+use std::time::Duration;
+
+/// A run that must end: a client looping on hostile input fails the test instead of hanging it.
+const LIMIT: Duration = Duration::from_secs(5);
+
+fn files(list: &[(&str, Vec<u8>)]) -> BTreeMap<String, Vec<u8>> {
+    list.iter()
+        .map(|(p, d)| (p.to_string(), d.clone()))
+        .collect()
+}
+
+fn run(args: &[&str], dir: &Path) -> std::process::Output {
+    cp_within(args, &dir.join("h.sqlite"), LIMIT)
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Finding 11: an upload connects to the control connection's peer with PASV's port, never to the
+/// host the reply names.
+#[test]
+fn upload_ignores_the_host_a_pasv_reply_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = random_bytes(300_000, 1);
+    let src = dir.path().join("src");
+    fs::write(&src, &data).unwrap();
+    let srv = hostile::start(Config {
+        pasv_ip: Some(OTHER_HOST),
+        ..Config::default()
+    });
+    let out = run(
+        &["-p", "2", src.to_str().unwrap(), &srv.url("/up")],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = srv.log();
+    assert_eq!(
+        log.decoy_hits, 0,
+        "the client connected to the third host PASV named"
+    );
+    assert_eq!(log.stored.get("/up"), Some(&data));
+}
+
+/// Finding 11: `--trust-pasv-address` restores connecting where PASV says.
+#[test]
+fn trust_pasv_address_connects_where_the_reply_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::write(&src, random_bytes(10_000, 2)).unwrap();
+    let srv = hostile::start(Config {
+        pasv_ip: Some(OTHER_HOST),
+        ..Config::default()
+    });
+    let out = run(
+        &[
+            "-p",
+            "2",
+            "--trust-pasv-address",
+            src.to_str().unwrap(),
+            &srv.url("/up"),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        srv.log().decoy_hits,
+        2,
+        "both streams went to the address PASV named"
+    );
+}
+
+/// Finding 11: the MLSD listing of `cp -r` also ignores the host PASV names.
+#[test]
+fn listing_ignores_the_host_a_pasv_reply_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = random_bytes(5_000, 3);
+    let srv = hostile::start(Config {
+        files: files(&[("/tree/a", data.clone())]),
+        pasv_ip: Some(OTHER_HOST),
+        ..Config::default()
+    });
+    let out_dir = dir.path().join("out");
+    let out = run(
+        &[
+            "-r",
+            "-c",
+            "1",
+            &srv.url("/tree"),
+            out_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(srv.log().listings > 0);
+    assert_eq!(
+        srv.log().decoy_hits,
+        0,
+        "the listing went to the third host PASV named"
+    );
+    assert_eq!(fs::read(out_dir.join("a")).unwrap(), data);
+}
+
+/// Finding 11: in a server-to-server transfer the source is sent PORT with the destination's
+/// control peer address and its PASV port, not the address the destination's PASV named.
+#[test]
+fn third_party_port_names_the_destination_control_peer() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = random_bytes(200_000, 4);
+    let src = hostile::start(Config {
+        files: files(&[("/f", data.clone())]),
+        ..Config::default()
+    });
+    let dst = hostile::start(Config {
+        pasv_ip: Some(OTHER_HOST),
+        ..Config::default()
+    });
+    let out = run(&["-c", "1", &src.url("/f"), &dst.url("/g")], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ports = src.log().ports.clone();
+    assert!(!ports.is_empty());
+    for p in ports {
+        assert_eq!(
+            p.ip(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            "PORT {p} sent to the source"
+        );
+    }
+    assert_eq!(dst.log().decoy_hits, 0);
+    assert_eq!(dst.log().stored.get("/g"), Some(&data));
+}
