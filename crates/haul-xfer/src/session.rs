@@ -3,8 +3,8 @@
 //! GridFTP requires (GFD.020, and as Globus enforces), the sender opens data connections:
 //! downloads listen and send PORT, uploads send PASV and connect.
 
-use std::net::{SocketAddr, TcpListener};
-use std::time::Duration;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
 
 use haul_proto::command::{Restart, TransferMode};
 use haul_proto::{hostport, Command, RangeSet, Reply};
@@ -79,10 +79,13 @@ pub struct Session {
     abandoned: bool,
 }
 
-/// Accepts the server's data connections on our listener.
+/// Accepts the server's data connections on our listener, from the control connection's peer
+/// only: anyone else who connects (to inject data into a download) is closed, logged and
+/// ignored, and the wait goes on for the server's own connection.
 struct ListenAcceptor<'a> {
     listener: &'a TcpListener,
     tls: Option<(&'a ClientTls, &'a str)>,
+    peer: IpAddr,
 }
 
 fn prepare(tcp: std::net::TcpStream, tls: Option<(&ClientTls, &str)>) -> std::io::Result<Conn> {
@@ -95,10 +98,17 @@ fn prepare(tcp: std::net::TcpStream, tls: Option<(&ClientTls, &str)>) -> std::io
 
 impl Acceptor for ListenAcceptor<'_> {
     fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
-        match socket::accept_timeout(self.listener, wait) {
-            Ok((c, _)) => prepare(c, self.tls).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(None),
-            Err(e) => Err(e),
+        let deadline = Instant::now() + wait;
+        loop {
+            match socket::accept_timeout(self.listener, deadline.saturating_duration_since(Instant::now())) {
+                Ok((c, from)) if from.ip() == self.peer => return prepare(c, self.tls).map(Some),
+                Ok((c, from)) => {
+                    tracing::warn!("closed a data connection from {from}: only the server {} may connect", self.peer);
+                    drop(c);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(None),
+                Err(e) => return Err(e),
+            }
         }
     }
 }
@@ -528,6 +538,7 @@ impl Session {
         let acceptor = ListenAcceptor {
             listener,
             tls: tls.as_ref().map(|t| (t, host.as_str())),
+            peer: self.ctl.peer.ip(),
         };
         let got = mode_e::receive(
             std::mem::take(cached),

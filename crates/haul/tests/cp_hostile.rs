@@ -141,3 +141,34 @@ fn third_party_port_names_the_destination_control_peer() {
     assert_eq!(dst.log().decoy_hits, 0);
     assert_eq!(dst.log().stored.get("/g"), Some(&data));
 }
+
+/// Finding 12: a data connection from an address other than the control peer is closed and
+/// ignored; the download waits for the server's own and gets the real bytes, even unverified.
+#[test]
+fn download_ignores_a_data_connection_from_another_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = random_bytes(100_000, 5);
+    let forged = vec![0x66; real.len()];
+    let srv = hostile::start(Config {
+        files: files(&[("/f", real.clone())]),
+        inject: Some((OTHER_HOST, forged)),
+        ..Config::default()
+    });
+    let dst = dir.path().join("f");
+    let out = run(
+        &[
+            "--no-verify",
+            "-p",
+            "1",
+            &srv.url("/f"),
+            dst.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fs::read(&dst).unwrap(), real, "injected bytes were written");
+    assert!(
+        stderr(&out).contains("127.0.0.2"),
+        "the rejected connection is logged"
+    );
+}
