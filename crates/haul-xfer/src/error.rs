@@ -90,6 +90,18 @@ pub enum XferError {
         /// Destination digest.
         actual: String,
     },
+    /// The server ended a transfer without sending every byte asked for; the file is not kept.
+    #[error("{host} ended the transfer of {path} with bytes missing (ranges {missing} of {len})")]
+    Incomplete {
+        /// The server.
+        host: String,
+        /// The remote path.
+        path: String,
+        /// The missing byte ranges, `start-end,…` (end exclusive).
+        missing: String,
+        /// The bytes that were asked for.
+        len: u64,
+    },
     /// Bad request by the user.
     #[error("{0}")]
     Usage(String),

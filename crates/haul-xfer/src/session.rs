@@ -488,6 +488,7 @@ impl Session {
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
             }
+            self.check_complete(item)?;
             if let Some((alg, local)) = item.cksm {
                 let ctl = &mut self.ctl;
                 // Whatever was not hashed on the way in is hashed now, while the server
@@ -522,6 +523,23 @@ impl Session {
             }
         }
         Ok(results)
+    }
+
+    /// Fails unless the ranges received plus those already held cover the whole of what was
+    /// asked for: MODE E ends when the announced EODs have arrived, which a server can announce
+    /// after sending only part of a file.
+    fn check_complete(&self, item: &GetItem<'_>) -> Result<(), XferError> {
+        let Some(len) = item.len else { return Ok(()) };
+        let mut held = item.progress.ranges();
+        if let Some(h) = &item.have {
+            held.union(h);
+        }
+        let missing = held.missing(len);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let missing = missing.iter().map(|(a, b)| format!("{a}-{b}")).collect::<Vec<_>>().join(",");
+        Err(XferError::Incomplete { host: self.ctl.name.clone(), path: item.path.clone(), missing, len })
     }
 
     fn receive_into(&mut self, item: &GetItem<'_>, sink: &dyn Sink) -> Result<(), XferError> {

@@ -172,3 +172,36 @@ fn download_ignores_a_data_connection_from_another_host() {
         "the rejected connection is logged"
     );
 }
+
+/// Finding 13: a server that sends 360 of the 1,000 bytes it announced, then `226` and a
+/// checksum of what it sent, fails the file with the missing range named; nothing lands under
+/// the final name.
+#[test]
+fn a_download_sent_short_fails_and_names_the_missing_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = hostile::start(Config {
+        files: files(&[("/f", random_bytes(1000, 6))]),
+        short: Some(360),
+        ..Config::default()
+    });
+    for verify in [true, false] {
+        let dst = dir.path().join(format!("f{verify}"));
+        let mut args = vec!["-p", "1"];
+        if !verify {
+            args.push("--no-verify");
+        }
+        let url = srv.url("/f");
+        args.extend([url.as_str(), dst.to_str().unwrap()]);
+        let out = run(&args, dir.path());
+        assert!(
+            !out.status.success(),
+            "a short file was reported as success (verify {verify})"
+        );
+        assert!(
+            stderr(&out).contains("360-1000"),
+            "the missing range is named: {}",
+            stderr(&out)
+        );
+        assert!(!dst.exists(), "a short file landed under its final name");
+    }
+}
