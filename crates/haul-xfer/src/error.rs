@@ -102,6 +102,14 @@ pub enum XferError {
         /// The bytes that were asked for.
         len: u64,
     },
+    /// A source tree broke a walk limit or looped (see [`crate::walk`]).
+    #[error("{path}: {reason}")]
+    Tree {
+        /// The path where the walk stopped.
+        path: String,
+        /// Which limit, or the loop.
+        reason: String,
+    },
     /// Bad request by the user.
     #[error("{0}")]
     Usage(String),

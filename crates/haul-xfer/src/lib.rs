@@ -14,6 +14,7 @@ pub mod schedule;
 pub mod session;
 pub mod tls;
 pub mod url;
+pub mod walk;
 mod worker;
 
 pub use engine::{Options, Route, Summary, Transfer, Transport};

@@ -13,15 +13,18 @@ pub struct Entry {
     pub is_dir: bool,
     /// Size in bytes (0 for directories).
     pub size: u64,
+    /// The `Unique` fact (RFC 3659 §7.5.2), which names the same file or directory by whatever
+    /// path it is reached: a directory met twice under one root is a loop.
+    pub unique: Option<String>,
 }
 
 /// Parses one `fact=value;fact=value; name` line; None for `.`/`..` entries and malformed lines.
 pub fn parse_mlsx_line(line: &str) -> Option<Entry> {
-    let (name, is_dir, size) = parse_facts(line)?;
+    let (name, facts) = parse_facts(line)?;
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return None;
     }
-    Some(Entry { name: name.to_string(), is_dir, size })
+    Some(Entry { name: name.to_string(), is_dir: facts.is_dir, size: facts.size, unique: facts.unique })
 }
 
 /// Parses the facts of an MLST reply line (the name may be a full path): (name, is_dir, size).
@@ -33,19 +36,28 @@ pub fn parse_mlst(line: &str) -> Option<(bool, u64)> {
     if kind == "cdir" {
         return Some((true, 0));
     }
-    parse_facts(line).map(|(_, d, s)| (d, s))
+    parse_facts(line).map(|(_, f)| (f.is_dir, f.size))
 }
 
-fn parse_facts(line: &str) -> Option<(&str, bool, u64)> {
+/// The facts of one line that haul uses.
+struct Facts {
+    is_dir: bool,
+    size: u64,
+    unique: Option<String>,
+}
+
+fn parse_facts(line: &str) -> Option<(&str, Facts)> {
     let line = line.trim_end_matches(['\r', '\n']);
     let (facts, name) = line.split_once(' ')?;
     let mut kind = None;
     let mut size = 0;
+    let mut unique = None;
     for f in facts.split(';').filter(|f| !f.is_empty()) {
         let (k, v) = f.split_once('=')?;
         match k.to_ascii_lowercase().as_str() {
             "type" => kind = Some(v.to_ascii_lowercase()),
             "size" => size = v.parse().ok()?,
+            "unique" => unique = Some(v.to_string()),
             _ => {}
         }
     }
@@ -54,7 +66,7 @@ fn parse_facts(line: &str) -> Option<(&str, bool, u64)> {
         "dir" => true,
         _ => return None,
     };
-    Some((name, is_dir, if is_dir { 0 } else { size }))
+    Some((name, Facts { is_dir, size: if is_dir { 0 } else { size }, unique }))
 }
 
 /// Parses an MLSD body.
@@ -94,13 +106,13 @@ mod tests {
 
     #[test]
     fn parses_globus_lines() {
-        let body = b"Type=cdir;Modify=20261122014156;Size=4096; .\r\nType=file;Modify=20261122014156;Size=300000;Perm=awr;UNIX.mode=0644; a1\r\nType=dir;Size=4096; sub dir\r\ngarbage\r\n";
+        let body = b"Type=cdir;Modify=20261122014156;Size=4096; .\r\nType=file;Modify=20261122014156;Size=300000;Perm=awr;UNIX.mode=0644; a1\r\nType=dir;Size=4096;Unique=fd00-2a; sub dir\r\ngarbage\r\n";
         let e = parse_mlsd(body);
         assert_eq!(
             e,
             vec![
-                Entry { name: "a1".into(), is_dir: false, size: 300000 },
-                Entry { name: "sub dir".into(), is_dir: true, size: 0 }
+                Entry { name: "a1".into(), is_dir: false, size: 300000, unique: None },
+                Entry { name: "sub dir".into(), is_dir: true, size: 0, unique: Some("fd00-2a".into()) }
             ]
         );
         assert_eq!(parse_mlsx_line("Type=file;Size=1; ../x"), None);

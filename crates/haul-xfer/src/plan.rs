@@ -1,11 +1,10 @@
-//! Turning a `haul cp SRC DST` request into the list of files to move: walking local trees and
-//! remote trees (MLSD), and mapping each source path to its destination path.
-
-use std::path::{Path, PathBuf};
+//! Turning a `haul cp SRC DST` request into the list of files to move: walking local and remote
+//! trees ([`crate::walk`]), and mapping each source path to its destination path.
 
 use crate::error::XferError;
 use crate::session::{PasvAddress, Session};
 use crate::tls::ClientTls;
+use crate::walk::{walk_local, walk_remote, WalkLimits};
 
 /// One file to move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,46 +85,6 @@ fn rbase(p: &str) -> &str {
     p.trim_end_matches('/').rsplit('/').next().unwrap_or(p)
 }
 
-/// Files of a local tree, with paths relative to `root`; directories listed first in `dirs`.
-pub fn walk_local(root: &Path, files: &mut Vec<(PathBuf, u64)>, dirs: &mut Vec<PathBuf>) -> Result<(), XferError> {
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = root.join(&rel);
-        let rd = std::fs::read_dir(&dir).map_err(|e| XferError::io(&dir.display().to_string(), e))?;
-        let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let p = rel.join(e.file_name());
-            let md = e.metadata().map_err(|err| XferError::io(&e.path().display().to_string(), err))?;
-            if md.is_dir() {
-                dirs.push(p.clone());
-                stack.push(p);
-            } else if md.is_file() {
-                files.push((p, md.len()));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Files of a remote tree under `root` (relative names), and its subdirectories.
-pub fn walk_remote(s: &mut Session, root: &str, files: &mut Vec<(String, u64)>, dirs: &mut Vec<String>) -> Result<(), XferError> {
-    let mut stack = vec![String::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = if rel.is_empty() { root.to_string() } else { rjoin(root, &rel) };
-        for e in s.mlsd(&dir)? {
-            let p = if rel.is_empty() { e.name.clone() } else { rjoin(&rel, &e.name) };
-            if e.is_dir {
-                dirs.push(p.clone());
-                stack.push(p);
-            } else {
-                files.push((p, e.size));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The destination of a single file: into `dst` when it names a directory, else `dst` itself.
 pub fn single_dst(src_name: &str, dst: &str, dst_is_dir: bool) -> String {
     if dst_is_dir || dst.ends_with('/') {
@@ -146,6 +105,8 @@ pub struct PlanOptions {
     pub tls: Option<ClientTls>,
     /// Where listings' data connections go after `PASV`.
     pub pasv: PasvAddress,
+    /// Bounds of `-r` walks.
+    pub limits: WalkLimits,
 }
 
 /// Plans `cp SRC DST`: the route and the files, creating destination directories on the way.
@@ -169,14 +130,13 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 if !recursive {
                     return Err(XferError::Usage(format!("{s} is a directory; use -r")));
                 }
-                let (mut files, mut dirs) = (Vec::new(), Vec::new());
-                walk_remote(&mut sess, &s.path, &mut files, &mut dirs)?;
-                for dir in dirs {
+                let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
+                for dir in tree.dirs {
                     let p = d.join(&dir);
                     std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
                 }
                 std::fs::create_dir_all(d).map_err(|e| XferError::io(&d_str, e))?;
-                files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), d.join(rel).display().to_string(), size)).collect()
+                tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), d.join(rel).display().to_string(), size)).collect()
             } else {
                 vec![Job::new(s.path.clone(), single_dst(&s.path, &d_str, d.is_dir()), size)]
             };
@@ -194,14 +154,12 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 if !recursive {
                     return Err(XferError::Usage(format!("{s_str} is a directory; use -r")));
                 }
-                let (mut files, mut dirs) = (Vec::new(), Vec::new());
-                walk_local(sp, &mut files, &mut dirs)?;
+                let tree = walk_local(sp, opts.limits)?;
                 sess.mkdir(&d.path)?;
-                dirs.sort();
-                for dir in dirs {
+                for dir in tree.dirs {
                     sess.mkdir(&rjoin(&d.path, &dir.to_string_lossy()))?;
                 }
-                files
+                tree.files
                     .into_iter()
                     .map(|(rel, size)| Job::new(sp.join(&rel).display().to_string(), rjoin(&d.path, &rel.to_string_lossy()), size))
                     .collect()
@@ -223,14 +181,12 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 if !recursive {
                     return Err(XferError::Usage(format!("{s} is a directory; use -r")));
                 }
-                let (mut files, mut dirs) = (Vec::new(), Vec::new());
-                walk_remote(&mut ss, &s.path, &mut files, &mut dirs)?;
+                let tree = walk_remote(&mut ss, &s.path, opts.limits)?;
                 ds.mkdir(&d.path)?;
-                dirs.sort();
-                for dir in dirs {
+                for dir in tree.dirs {
                     ds.mkdir(&rjoin(&d.path, &dir))?;
                 }
-                files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size)).collect()
+                tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size)).collect()
             } else {
                 let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
                 vec![Job::new(s.path.clone(), single_dst(&s.path, &d.path, dst_is_dir), size)]
@@ -287,18 +243,5 @@ mod tests {
                 proptest::prop_assert_eq!(v.len() as u64, size / piece);
             }
         }
-    }
-
-    #[test]
-    fn walks_local_tree() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("s/t")).unwrap();
-        std::fs::write(d.path().join("a"), b"12").unwrap();
-        std::fs::write(d.path().join("s/t/b"), b"123").unwrap();
-        let (mut f, mut dirs) = (Vec::new(), Vec::new());
-        walk_local(d.path(), &mut f, &mut dirs).unwrap();
-        f.sort();
-        assert_eq!(f, vec![(PathBuf::from("a"), 2), (PathBuf::from("s/t/b"), 3)]);
-        assert_eq!(dirs.len(), 2);
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::haul::*;
-use common::hostile::{self, Config, OTHER_HOST};
+use common::hostile::{self, Config, Endless, Hostile, OTHER_HOST};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// A run that must end: a client looping on hostile input fails the test instead of hanging it.
-const LIMIT: Duration = Duration::from_secs(5);
+const LIMIT: Duration = Duration::from_secs(60);
 
 fn files(list: &[(&str, Vec<u8>)]) -> BTreeMap<String, Vec<u8>> {
     list.iter()
@@ -204,4 +204,134 @@ fn a_download_sent_short_fails_and_names_the_missing_range() {
         );
         assert!(!dst.exists(), "a short file landed under its final name");
     }
+}
+
+fn endless(same_unique: bool) -> Hostile {
+    hostile::start(Config {
+        endless: Some(Endless {
+            path: "/tree".into(),
+            same_unique,
+        }),
+        ..Config::default()
+    })
+}
+
+/// Finding 14: a directory that contains itself forever stops at the depth limit (64 by
+/// default, `--max-depth`), with the path named.
+#[test]
+fn a_tree_that_never_ends_stops_at_the_depth_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = endless(false);
+    let out_dir = dir.path().join("out");
+    let out = run(
+        &["-r", &srv.url("/tree"), out_dir.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let deep = format!("/tree{}", "/d".repeat(65));
+    assert!(
+        stderr(&out).contains(&deep) && stderr(&out).contains("--max-depth"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        srv.log().listings,
+        65,
+        "the root and 64 levels below it were listed"
+    );
+    let out = run(
+        &[
+            "-r",
+            "--max-depth",
+            "3",
+            &srv.url("/tree"),
+            out_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/tree/d/d/d/d"), "{}", stderr(&out));
+}
+
+/// Finding 14: a directory whose `Unique` fact repeats one already walked is a loop, named.
+#[test]
+fn a_directory_loop_is_refused_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = endless(true);
+    let out = run(
+        &[
+            "-r",
+            &srv.url("/tree"),
+            dir.path().join("out").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("loop") && stderr(&out).contains("/tree/d/d"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(srv.log().listings <= 3, "the loop was seen at once");
+}
+
+/// Finding 14: a listing that names one entry twice is refused, and so is a tree with more
+/// entries than `--max-entries`.
+#[test]
+fn repeated_entries_and_too_many_entries_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree: Vec<(String, Vec<u8>)> = (0..20)
+        .map(|i| (format!("/tree/f{i:02}"), vec![i as u8; 10]))
+        .collect();
+    let tree: BTreeMap<String, Vec<u8>> = tree.into_iter().collect();
+    let out_dir = dir.path().join("out");
+    let srv = hostile::start(Config {
+        files: tree.clone(),
+        duplicate_entries: true,
+        ..Config::default()
+    });
+    let out = run(
+        &["-r", &srv.url("/tree"), out_dir.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(
+        !out.status.success(),
+        "a listing that names a file twice was accepted"
+    );
+    assert!(
+        stderr(&out).contains("/tree/f00") && stderr(&out).contains("twice"),
+        "{}",
+        stderr(&out)
+    );
+    let srv = hostile::start(Config {
+        files: tree,
+        ..Config::default()
+    });
+    let out = run(
+        &[
+            "-r",
+            "--max-entries",
+            "10",
+            &srv.url("/tree"),
+            out_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--max-entries"), "{}", stderr(&out));
+    let out = run(
+        &[
+            "-r",
+            "--max-entries",
+            "20",
+            &srv.url("/tree"),
+            out_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "20 entries are within --max-entries 20: {}",
+        stderr(&out)
+    );
 }

@@ -14,6 +14,7 @@ use haul_xfer::autotune::{self, SampleEstimate, Tunable};
 use haul_tune::cluster::{Cutoffs, Policy};
 use haul_tune::concurrency::Utility;
 use haul_xfer::plan::PlanOptions;
+use haul_xfer::walk::{self, WalkLimits};
 use haul_xfer::{Clustering, Endpoint, Options, PasvAddress, PathEstimate, Summary, Transfer, Transport};
 
 use super::{human_bytes, human_rate, parse_bytes};
@@ -49,6 +50,13 @@ pub struct Args {
     /// Copy directory trees.
     #[arg(short = 'r', long)]
     pub recursive: bool,
+    /// -r: directories deeper than this many levels below the source are an error (a server
+    /// can list a tree that never ends).
+    #[arg(long, default_value_t = walk::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
+    /// -r: more files and directories than this in the source tree are an error.
+    #[arg(long, default_value_t = walk::DEFAULT_MAX_ENTRIES)]
+    pub max_entries: usize,
     /// Continue interrupted transfers from their restart journals.
     #[arg(long)]
     pub resume: bool,
@@ -305,7 +313,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
-    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv };
+    let limits = WalkLimits { max_depth: args.max_depth, max_entries: args.max_entries };
+    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits };
     let result = haul_xfer::plan::plan(&src, &dst, &plan_opts).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();

@@ -165,8 +165,7 @@ fn recv_mode_e(c: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result<Option<u
 
 impl Conn {
     fn reply(&mut self, text: &str) -> std::io::Result<()> {
-        self.ctl.write_all(text.as_bytes())?;
-        self.ctl.write_all(b"\r\n")
+        self.ctl.write_all(format!("{text}\r\n").as_bytes())
     }
 
     fn is_dir(&self, path: &str) -> bool {
@@ -183,6 +182,7 @@ impl Conn {
     }
 
     fn run(mut self) -> std::io::Result<()> {
+        self.ctl.set_nodelay(true)?;
         self.reply("220 hostile test server")?;
         let mut lines = BufReader::new(self.ctl.try_clone()?).lines();
         while let Some(line) = lines.next().transpose()? {
