@@ -2,7 +2,7 @@
 //! each takes batches of files, moves them pipelined, verifies them, and journals restart state.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -82,7 +82,7 @@ fn open_piece(ctx: &Ctx<'_>, job: Job, tries: u32, whole: u64, offset: u64) -> R
     let part = resume::part_path(std::path::Path::new(&job.dst));
     resume::clear(&resume::ranges_path(&part));
     let io = |e| XferError::io(&part.display().to_string(), e);
-    let file = OpenOptions::new().write(true).create(true).truncate(false).open(&part).map_err(io)?;
+    let file = resume::open_existing(&part, true).map_err(io)?;
     file.set_len(whole).map_err(io)?;
     let (id, progress) = ctx.track(None);
     let sink = Box::new(Shifted { inner: rate_limited(ctx, file), by: offset });
@@ -103,19 +103,17 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
     }
     let part = resume::part_path(&dst);
     let journal = resume::ranges_path(&part);
-    let have = if ctx.opts().resume && part.exists() {
+    let have = if ctx.opts().resume && resume::is_file(&part) {
         resume::load(&journal).filter(|h| !h.is_empty() && h.ranges().last().is_some_and(|r| r.1 <= job.size))
     } else {
         resume::clear(&journal);
         None
     };
-    let file = OpenOptions::new()
-        .write(true)
-        .read(true)
-        .create(true)
-        .truncate(have.is_none())
-        .open(&part)
-        .map_err(|e| XferError::io(&part.display().to_string(), e))?;
+    let file = match have {
+        Some(_) => resume::open_existing(&part, false),
+        None => resume::create_new(&part),
+    }
+    .map_err(|e| XferError::io(&part.display().to_string(), e))?;
     let (id, progress) = ctx.track(Some(journal));
     with_have(&progress, &have);
     let sink = rate_limited(ctx, file);
