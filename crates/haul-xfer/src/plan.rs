@@ -1,6 +1,8 @@
 //! Turning a `haul cp SRC DST` request into the list of files to move: walking local and remote
 //! trees ([`crate::walk`]), and mapping each source path to its destination path.
 
+use std::path::Path;
+
 use crate::error::XferError;
 use crate::session::{PasvAddress, Session};
 use crate::tls::ClientTls;
@@ -107,6 +109,35 @@ pub struct PlanOptions {
     pub pasv: PasvAddress,
     /// Bounds of `-r` walks.
     pub limits: WalkLimits,
+    /// Create missing parent directories of the destination (`--mkdir`).
+    pub mkdir: bool,
+}
+
+/// Makes sure the local directory `dir` exists: with `mkdir` it is created with its missing
+/// parents, else its absence is an error naming it (as `cp` does).
+fn local_dir(dir: &Path, mkdir: bool) -> Result<(), XferError> {
+    let name = || dir.display().to_string();
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    if mkdir {
+        return std::fs::create_dir_all(dir).map_err(|e| XferError::io(&name(), e));
+    }
+    let e = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory (--mkdir creates missing parents)");
+    Err(XferError::io(&name(), e))
+}
+
+/// Makes the missing remote directories above `path`, one `MKD` each (`--mkdir`).
+fn remote_parents(sess: &mut Session, path: &str) -> Result<(), XferError> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut at = String::new();
+    for p in &parts[..parts.len().saturating_sub(1)] {
+        at = rjoin(if at.is_empty() { "/" } else { &at }, p);
+        if !sess.stat(&at).is_ok_and(|(dir, _)| dir) {
+            sess.mkdir(&at)?;
+        }
+    }
+    Ok(())
 }
 
 /// Plans `cp SRC DST`: the route and the files, creating destination directories on the way.
@@ -122,6 +153,7 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
         (Endpoint::Remote(s), Endpoint::Local(d)) => {
             let d_str = d.display().to_string();
             if s.path == DEV_ZERO {
+                local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
                 return Ok((Route::Download(s.clone()), vec![Job::new(s.path.clone(), d_str, zero_len()?)]));
             }
             let mut sess = open(s)?;
@@ -131,14 +163,15 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                     return Err(XferError::Usage(format!("{s} is a directory; use -r")));
                 }
                 let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
-                for dir in tree.dirs {
-                    let p = d.join(&dir);
+                local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
+                for p in std::iter::once(d.clone()).chain(tree.dirs.iter().map(|dir| d.join(dir))) {
                     std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
                 }
-                std::fs::create_dir_all(d).map_err(|e| XferError::io(&d_str, e))?;
                 tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), d.join(rel).display().to_string(), size)).collect()
             } else {
-                vec![Job::new(s.path.clone(), single_dst(&s.path, &d_str, d.is_dir()), size)]
+                let to = single_dst(&s.path, &d_str, d.is_dir());
+                local_dir(Path::new(&to).parent().unwrap_or(Path::new("")), opts.mkdir)?;
+                vec![Job::new(s.path.clone(), to, size)]
             };
             sess.quit();
             Ok((Route::Download(s.clone()), jobs))
@@ -155,6 +188,9 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                     return Err(XferError::Usage(format!("{s_str} is a directory; use -r")));
                 }
                 let tree = walk_local(sp, opts.limits)?;
+                if opts.mkdir {
+                    remote_parents(&mut sess, &d.path)?;
+                }
                 sess.mkdir(&d.path)?;
                 for dir in tree.dirs {
                     sess.mkdir(&rjoin(&d.path, &dir.to_string_lossy()))?;
@@ -165,7 +201,11 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                     .collect()
             } else {
                 let dst_is_dir = sess.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                vec![Job::new(s_str.clone(), single_dst(&s_str, &d.path, dst_is_dir), md.len())]
+                let to = single_dst(&s_str, &d.path, dst_is_dir);
+                if opts.mkdir {
+                    remote_parents(&mut sess, &to)?;
+                }
+                vec![Job::new(s_str.clone(), to, md.len())]
             };
             sess.quit();
             Ok((Route::Upload(d.clone()), jobs))
@@ -182,6 +222,9 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                     return Err(XferError::Usage(format!("{s} is a directory; use -r")));
                 }
                 let tree = walk_remote(&mut ss, &s.path, opts.limits)?;
+                if opts.mkdir {
+                    remote_parents(&mut ds, &d.path)?;
+                }
                 ds.mkdir(&d.path)?;
                 for dir in tree.dirs {
                     ds.mkdir(&rjoin(&d.path, &dir))?;
@@ -189,7 +232,11 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size)).collect()
             } else {
                 let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                vec![Job::new(s.path.clone(), single_dst(&s.path, &d.path, dst_is_dir), size)]
+                let to = single_dst(&s.path, &d.path, dst_is_dir);
+                if opts.mkdir {
+                    remote_parents(&mut ds, &to)?;
+                }
+                vec![Job::new(s.path.clone(), to, size)]
             };
             ss.quit();
             ds.quit();

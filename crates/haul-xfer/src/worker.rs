@@ -94,10 +94,8 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
         let (id, progress) = ctx.track(None);
         return Ok(Incoming { job, tries, id, progress, sink: Box::new(Null), part: None, have: None });
     }
+    // The planner made the directories (missing parents only with --mkdir).
     let dst = PathBuf::from(&job.dst);
-    if let Some(d) = dst.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).map_err(|e| XferError::io(&d.display().to_string(), e))?;
-    }
     if let Some(p) = job.piece {
         return open_piece(ctx, job, tries, p.whole, p.offset);
     }

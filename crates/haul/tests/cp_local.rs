@@ -8,14 +8,16 @@ use common::haul::*;
 use std::fs;
 use std::path::Path;
 
-/// A served tree with one file `f` of `n` random bytes, and a local `out` directory.
+/// A writable served tree with one file `f` of `n` random bytes and a directory `d` holding
+/// `d/g`, and a local `out` directory.
 fn served(dir: &Path, n: usize) -> (Serve, Vec<u8>) {
     let root = dir.join("root");
-    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(root.join("d")).unwrap();
     fs::create_dir_all(dir.join("out")).unwrap();
     let data = random_bytes(n, 9);
     fs::write(root.join("f"), &data).unwrap();
-    (serve(&root, &["--anonymous"]), data)
+    fs::write(root.join("d/g"), &data).unwrap();
+    (serve(&root, &["--anonymous", "--anonymous-write"]), data)
 }
 
 /// Finding 15: a symbolic link planted at the part-file name is an error naming it, and the file
@@ -45,4 +47,57 @@ fn a_symlink_at_the_part_file_name_is_refused_not_followed() {
         fs::symlink_metadata(&dst).is_err(),
         "nothing landed at the destination"
     );
+}
+
+/// `cp` does not create missing parents of the destination unless asked (`--mkdir`); `cp -r`
+/// creates the destination directory itself and what is below it.
+#[test]
+fn missing_destination_parents_are_an_error_unless_mkdir() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, data) = served(dir.path(), 1000);
+    let hist = dir.path().join("h.sqlite");
+    let (f, d) = (format!("ftp://{}/f", s.addr), format!("ftp://{}/d", s.addr));
+    let out_dir = dir.path().join("out");
+    let deep = out_dir.join("no/such/f");
+    let out = cp(&[&f, deep.to_str().unwrap()], &hist);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "a missing parent is a missing path"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("out/no/such"),
+        "the error names the directory"
+    );
+    assert!(
+        !out_dir.join("no").exists(),
+        "a parent was created without --mkdir"
+    );
+    assert!(cp(&["--mkdir", &f, deep.to_str().unwrap()], &hist)
+        .status
+        .success());
+    assert_eq!(fs::read(&deep).unwrap(), data);
+    assert!(cp(&["-r", &d, out_dir.join("t").to_str().unwrap()], &hist)
+        .status
+        .success());
+    assert_eq!(fs::read(out_dir.join("t/g")).unwrap(), data);
+    let nested = out_dir.join("x/y");
+    assert_eq!(
+        cp(&["-r", &d, nested.to_str().unwrap()], &hist)
+            .status
+            .code(),
+        Some(5)
+    );
+    assert!(!out_dir.join("x").exists());
+    assert!(cp(&["-r", "--mkdir", &d, nested.to_str().unwrap()], &hist)
+        .status
+        .success());
+    assert_eq!(fs::read(nested.join("g")).unwrap(), data);
+    // Uploads: --mkdir makes the remote parents too.
+    let up = format!("ftp://{}/up/deep/f", s.addr);
+    assert!(!cp(&[deep.to_str().unwrap(), &up], &hist).status.success());
+    assert!(cp(&["--mkdir", deep.to_str().unwrap(), &up], &hist)
+        .status
+        .success());
+    assert_eq!(fs::read(dir.path().join("root/up/deep/f")).unwrap(), data);
 }

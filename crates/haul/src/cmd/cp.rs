@@ -50,6 +50,10 @@ pub struct Args {
     /// Copy directory trees.
     #[arg(short = 'r', long)]
     pub recursive: bool,
+    /// Create missing parent directories of DST (local or remote); without it a missing parent
+    /// is an error, as with cp. cp -r creates DST itself either way.
+    #[arg(long)]
+    pub mkdir: bool,
     /// -r: directories deeper than this many levels below the source are an error (a server
     /// can list a tree that never ends).
     #[arg(long, default_value_t = walk::DEFAULT_MAX_DEPTH)]
@@ -314,7 +318,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
     let limits = WalkLimits { max_depth: args.max_depth, max_entries: args.max_entries };
-    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits };
+    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits, mkdir: args.mkdir };
     let result = haul_xfer::plan::plan(&src, &dst, &plan_opts).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();
