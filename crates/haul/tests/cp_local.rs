@@ -101,3 +101,66 @@ fn missing_destination_parents_are_an_error_unless_mkdir() {
         .success());
     assert_eq!(fs::read(dir.path().join("root/up/deep/f")).unwrap(), data);
 }
+
+/// `-p 0`, `-c 0` and `--pipeline 0` are usage errors (exit 2), not quietly 1.
+#[test]
+fn zero_streams_sessions_or_pipeline_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("x");
+    for flag in ["-p", "-c", "--pipeline"] {
+        let out = cp(
+            &[flag, "0", "ftp://127.0.0.1:1/f", dst.to_str().unwrap()],
+            &dir.path().join("h.sqlite"),
+        );
+        assert_eq!(out.status.code(), Some(2), "{flag} 0 was accepted");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("'0'"),
+            "the error names the value"
+        );
+    }
+    let out = cp(
+        &["-p", "65", "ftp://127.0.0.1:1/f", dst.to_str().unwrap()],
+        &dir.path().join("h.sqlite"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "-p above the engine's 64 streams is refused, not cut"
+    );
+}
+
+/// `--no-verify` says plainly that nothing was checked, for people and in `--json`.
+#[test]
+fn no_verify_says_plainly_that_nothing_was_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = served(dir.path(), 1000);
+    let hist = dir.path().join("h.sqlite");
+    let f = format!("ftp://{}/f", s.addr);
+    let dst = dir.path().join("out/f");
+    let out = cp(&["--no-verify", &f, dst.to_str().unwrap()], &hist);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("NOT verified") && text.contains("nothing was checked"),
+        "{text}"
+    );
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--json", f.as_str(), dst.to_str().unwrap()];
+        args.splice(0..0, extra.iter().copied());
+        serde_json::from_slice(&cp(&args, &hist).stdout).unwrap()
+    };
+    let j = json(&["--no-verify"]);
+    assert_eq!(
+        j["verification"],
+        "skipped: --no-verify, nothing was checked"
+    );
+    assert_eq!(
+        (j["verified_files"].as_u64(), j["unverified_files"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let j = json(&[]);
+    assert_eq!(j["verification"], "checksum");
+    assert_eq!(
+        (j["verified_files"].as_u64(), j["unverified_files"].as_u64()),
+        (Some(1), Some(0))
+    );
+}

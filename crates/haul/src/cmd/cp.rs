@@ -26,14 +26,14 @@ pub struct Args {
     pub src: String,
     /// Destination, in the same forms.
     pub dst: String,
-    /// TCP streams per file (parallelism).
-    #[arg(short = 'p', long = "parallelism", default_value_t = 4)]
+    /// TCP streams per file (parallelism), 1 to 64.
+    #[arg(short = 'p', long = "parallelism", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub parallelism: u32,
-    /// Files in flight at once (concurrency: control sessions).
-    #[arg(long, short = 'c', default_value_t = 2)]
+    /// Files in flight at once (concurrency: control sessions), at least 1.
+    #[arg(long, short = 'c', default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
-    /// Commands queued per control session (pipelining depth).
-    #[arg(long, default_value_t = 16)]
+    /// Commands queued per control session (pipelining depth), at least 1.
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub pipeline: usize,
     /// TCP socket buffer size, e.g. 16M (default: kernel autotuning).
     #[arg(long, value_parser = parse_bytes)]
@@ -288,9 +288,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let opts = Options {
-        parallelism: args.parallelism.clamp(1, 64),
-        concurrency: args.concurrency.max(1),
-        pipeline: args.pipeline.max(1),
+        parallelism: args.parallelism,
+        concurrency: args.concurrency,
+        pipeline: args.pipeline,
         tcp_buffer: args.tcp_buffer.map(|b| b as usize),
         block: args.block.clamp(4096, 64 << 20) as usize,
         checksum: args.checksum,
@@ -349,9 +349,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&json_summary(&args, &summary, &tuning))?);
     } else if !args.quiet {
         let rate = if summary.duration_s > 0.0 { summary.bytes as f64 * 8.0 / summary.duration_s } else { 0.0 };
-        let verify = match &summary.checksum {
-            Some(a) => format!("{} of {} verified ({a})", summary.verified, summary.files),
-            None => "not verified (memory-to-memory or --no-verify)".into(),
+        let verify = match (&summary.checksum, args.no_verify) {
+            (Some(a), _) => format!("{} of {} verified ({a})", summary.verified, summary.files),
+            (None, true) => "NOT verified: --no-verify was given, nothing was checked".into(),
+            (None, false) => "nothing to verify (memory-to-memory)".into(),
         };
         println!(
             "{} files, {} in {:.2} s, {}; {}{}",
@@ -465,6 +466,15 @@ fn at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer, from_history: bo
     cfg
 }
 
+/// How the files were checked, for `--json`: `checksum`, or why not.
+fn verification(args: &Args, s: &Summary) -> &'static str {
+    match (&s.checksum, args.no_verify) {
+        (Some(_), _) => "checksum",
+        (None, true) => "skipped: --no-verify, nothing was checked",
+        (None, false) => "not applicable: memory-to-memory",
+    }
+}
+
 fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serde_json::Value {
     let rate = if s.duration_s > 0.0 { s.bytes as f64 * 8.0 / s.duration_s } else { 0.0 };
     serde_json::json!({
@@ -475,7 +485,9 @@ fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serd
         "bytes": s.bytes,
         "duration_s": s.duration_s,
         "throughput_bps": rate,
+        "verification": verification(args, s),
         "verified_files": s.verified,
+        "unverified_files": s.files.saturating_sub(s.verified),
         "retransferred_files": s.retransferred,
         "checksum": s.checksum,
         "parallelism": args.parallelism,
