@@ -5,6 +5,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -40,9 +41,76 @@ pub fn add(name: &str) -> Result<()> {
     ip(&["netns", "add", name])
 }
 
-/// Deletes the named namespace (the kernel frees it once no process or fd holds it).
+/// How long processes in a namespace being deleted get to exit after SIGTERM, before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// Deletes the named namespace after ending the processes inside it ([`kill_all`]): deleting
+/// only the name would leave them running in a namespace nobody can reach.
 pub fn del(name: &str) -> Result<()> {
+    let ended = kill_all(name)?;
+    if ended > 0 {
+        tracing::info!("ended {ended} process(es) running in namespace {name}");
+    }
     ip(&["netns", "del", name])
+}
+
+/// The processes inside namespace `name` (`ip netns pids`), never this one.
+pub fn pids(name: &str) -> Result<Vec<i32>> {
+    let cmd = format!("ip netns pids {name}");
+    let out = Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .map_err(|e| Error::Command { cmd: cmd.clone(), detail: e.to_string() })?;
+    if !out.status.success() {
+        let detail = format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+        return Err(Error::Command { cmd, detail });
+    }
+    let me = std::process::id() as i32;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|&p| p != me)
+        .collect())
+}
+
+fn signal(pids: &[i32], sig: libc::c_int) {
+    for &p in pids {
+        // SAFETY: kill(2) on a pid just listed inside the namespace being deleted.
+        unsafe { libc::kill(p, sig) };
+    }
+}
+
+/// Waits up to `limit` for namespace `name` to hold no process; returns those still there.
+fn wait_empty(name: &str, limit: Duration) -> Result<Vec<i32>> {
+    let end = Instant::now() + limit;
+    loop {
+        let left = pids(name)?;
+        if left.is_empty() || Instant::now() >= end {
+            return Ok(left);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ends every process inside namespace `name`: SIGTERM, up to [`TERM_GRACE`] to exit, then
+/// SIGKILL for those left. Returns how many there were.
+pub fn kill_all(name: &str) -> Result<usize> {
+    let first = pids(name)?;
+    if first.is_empty() {
+        return Ok(0);
+    }
+    signal(&first, libc::SIGTERM);
+    let left = wait_empty(name, TERM_GRACE)?;
+    if !left.is_empty() {
+        tracing::warn!("SIGKILL to {} process(es) in namespace {name} that outlived SIGTERM", left.len());
+        signal(&left, libc::SIGKILL);
+        let stuck = wait_empty(name, TERM_GRACE)?;
+        if !stuck.is_empty() {
+            let e = std::io::Error::other("still running after SIGKILL");
+            return Err(Error::sys(format!("ending processes {stuck:?} in namespace {name}"), e));
+        }
+    }
+    Ok(first.len())
 }
 
 /// Names of the existing namespaces starting with `prefix`.
