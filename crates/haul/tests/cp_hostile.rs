@@ -166,7 +166,10 @@ fn download_ignores_a_data_connection_from_another_host() {
         dir.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(fs::read(&dst).unwrap(), real, "injected bytes were written");
+    assert!(
+        fs::read(&dst).unwrap() == real,
+        "injected bytes were written"
+    );
     assert!(
         stderr(&out).contains("127.0.0.2"),
         "the rejected connection is logged"
@@ -333,5 +336,38 @@ fn repeated_entries_and_too_many_entries_are_refused() {
         out.status.success(),
         "20 entries are within --max-entries 20: {}",
         stderr(&out)
+    );
+}
+
+/// Finding 12, PLUT: a download's UDP flow takes datagrams only from the control connection's
+/// peer. A sender elsewhere that knows the session id (it travels on the control channel) is
+/// dropped, not locked onto, and the server's own flow delivers the file.
+#[test]
+fn a_plut_download_ignores_a_flow_from_another_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = random_bytes(200_000, 7);
+    let forged = vec![0x66; real.len()];
+    let srv = hostile::start(Config {
+        files: files(&[("/f", real.clone())]),
+        inject: Some((OTHER_HOST, forged)),
+        plut: true,
+        ..Config::default()
+    });
+    let dst = dir.path().join("f");
+    let url = srv.url("/f");
+    let out = run(
+        &[
+            "--no-verify",
+            "--transport",
+            "plut",
+            &url,
+            dst.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        fs::read(&dst).unwrap() == real,
+        "the forged flow was written"
     );
 }

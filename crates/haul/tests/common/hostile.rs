@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use haul_proto::hostport;
 use haul_proto::mode_e::{Descriptor, Header, HEADER_LEN};
+use haul_transport::mode_e::Progress;
+use haul_transport::plut::{self, params};
 use haul_xfer::checksum::{Algorithm, Hasher};
 
 /// The address a test treats as another host: loopback, but not the control peer 127.0.0.1.
@@ -47,6 +49,9 @@ pub struct Config {
     pub endless: Option<Endless>,
     /// Every MLSD entry is listed twice.
     pub duplicate_entries: bool,
+    /// Offer PLUT (`PLUT 1` in FEAT); with `inject`, a RETR over PLUT first sends the forged
+    /// bytes from that address to the client's flow, then the real ones.
+    pub plut: bool,
 }
 
 /// What the server saw.
@@ -98,6 +103,7 @@ pub fn start(cfg: Config) -> Hostile {
                     ctl: c,
                     port: None,
                     active: None,
+                    plut: (None, None),
                     pasv: None,
                     data: Vec::new(),
                 }
@@ -116,6 +122,8 @@ struct Conn {
     port: Option<SocketAddr>,
     /// The active data connection to `port`, kept across files.
     active: Option<TcpStream>,
+    /// PLUT parameters (`OPTS HAUL`) and the flow of the next RETR (`PLUT PORT`).
+    plut: (Option<params::Params>, Option<(SocketAddr, u64)>),
     /// The real passive listener and the decoy, if any.
     pasv: Option<(TcpListener, Option<TcpListener>)>,
     /// Accepted passive data connections, kept for the next STOR (the client reuses them).
@@ -191,7 +199,16 @@ impl Conn {
             match verb.to_ascii_uppercase().as_str() {
                 "USER" => self.reply("331 password please")?,
                 "PASS" => self.reply("230 logged in")?,
+                "FEAT" if self.cfg.plut => {
+                    self.reply("211-Features:\r\n CKSM MD5\r\n PLUT 1\r\n211 End")?
+                }
                 "FEAT" => self.reply("211-Features:\r\n CKSM MD5\r\n211 End")?,
+                "OPTS" if arg.to_ascii_uppercase().starts_with("HAUL ") => {
+                    self.plut.0 = params::parse_opts(&arg[5..]).map_err(std::io::Error::other)?;
+                    self.reply("200 OK")?
+                }
+                "PLUT" => self.plut_port(&arg)?,
+                "RETR" if self.plut.1.is_some() => self.retr_plut(&arg)?,
                 "TYPE" | "MODE" | "OPTS" | "SBUF" | "NOOP" => self.reply("200 OK")?,
                 "REST" => self.reply("350 restart noted")?,
                 "MKD" => self.reply("257 created")?,
@@ -361,6 +378,50 @@ impl Conn {
         };
         send_mode_e(&mut c, &self.sent(path))?;
         self.active = Some(c);
+        self.reply("226 transfer complete")
+    }
+
+    /// `PLUT PORT h1,h2,h3,h4,p1,p2 SESSION`: the flow the next RETR goes to.
+    fn plut_port(&mut self, arg: &str) -> std::io::Result<()> {
+        let w: Vec<&str> = arg.split_whitespace().collect();
+        let bad = std::io::Error::other;
+        let to = hostport::parse_port(w.get(1).unwrap_or(&"")).map_err(bad)?;
+        let session = params::parse_session(w.get(2).unwrap_or(&"")).map_err(bad)?;
+        self.plut.1 = Some((to, session));
+        self.reply("200 PLUT PORT OK")
+    }
+
+    /// RETR over PLUT: the forged bytes from the injecting address first (given up on after a
+    /// second without acknowledgements), then the real ones from 127.0.0.1.
+    fn retr_plut(&mut self, path: &str) -> std::io::Result<()> {
+        let (Some(p), Some((to, session))) = (self.plut.0, self.plut.1.take()) else {
+            return self.reply("503 no PLUT flow");
+        };
+        self.reply("150 sending over PLUT")?;
+        let cfg = plut::config(session, p.mds, p.rate, 16 << 20);
+        let tuning = plut::Tuning {
+            idle_timeout: Duration::from_secs(1),
+            ..plut::Tuning::default()
+        };
+        let send = |from: Ipv4Addr, data: Vec<u8>| {
+            let sock = plut::bind(SocketAddr::new(IpAddr::V4(from), 0), &tuning)?;
+            let len = data.len() as u64;
+            plut::send(
+                &sock,
+                to,
+                &data,
+                0,
+                len,
+                &cfg,
+                &tuning,
+                &Progress::default(),
+            )
+            .map_err(std::io::Error::other)
+        };
+        if let Some((ip, forged)) = &self.cfg.inject {
+            let _ = send(*ip, forged.clone());
+        }
+        let _ = send(Ipv4Addr::LOCALHOST, self.sent(path));
         self.reply("226 transfer complete")
     }
 
