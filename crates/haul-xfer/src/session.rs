@@ -3,13 +3,13 @@
 //! GridFTP requires (GFD.020, and as Globus enforces), the sender opens data connections:
 //! downloads listen and send PORT, uploads send PASV and connect.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 
 use haul_proto::command::{Restart, TransferMode};
-use haul_proto::{hostport, Command, RangeSet, Reply};
+use haul_proto::{Command, RangeSet, Reply};
 use haul_transport::io::{Sink, Source};
-use haul_transport::mode_e::{self, Acceptor, Progress};
+use haul_transport::mode_e::{self, Progress};
 use haul_transport::{socket, Conn};
 
 use std::path::Path;
@@ -20,7 +20,11 @@ use crate::error::XferError;
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
+mod data;
 mod plut;
+
+use data::{prepare, ListenAcceptor};
+pub use data::PasvAddress;
 
 /// Data-channel settings of a session.
 #[derive(Debug, Clone)]
@@ -31,19 +35,6 @@ pub struct DataParams {
     pub tcp_buffer: Option<usize>,
     /// MODE E block size.
     pub block: usize,
-}
-
-/// Where a session opens its data connections after `PASV` (uploads, listings, and the address
-/// a server-to-server transfer hands the source).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum PasvAddress {
-    /// The control connection's peer, with the port from the reply (what curl's
-    /// `--ftp-skip-pasv-ip` does): a server cannot point the client at a third host.
-    #[default]
-    ControlPeer,
-    /// The address the reply names (`--trust-pasv-address`), for servers whose data interface
-    /// differs from their control address.
-    Trusted,
 }
 
 /// Which way the session's cached data connections point.
@@ -77,40 +68,6 @@ pub struct Session {
     /// Set when [`Session::get_many`] left a pipeline early: replies to commands already sent
     /// are still due, so the control connection can only be closed.
     abandoned: bool,
-}
-
-/// Accepts the server's data connections on our listener, from the control connection's peer
-/// only: anyone else who connects (to inject data into a download) is closed, logged and
-/// ignored, and the wait goes on for the server's own connection.
-struct ListenAcceptor<'a> {
-    listener: &'a TcpListener,
-    tls: Option<(&'a ClientTls, &'a str)>,
-    peer: IpAddr,
-}
-
-fn prepare(tcp: std::net::TcpStream, tls: Option<(&ClientTls, &str)>) -> std::io::Result<Conn> {
-    tcp.set_read_timeout(Some(Duration::from_secs(120)))?;
-    match tls {
-        Some((t, host)) => t.wrap_data(tcp, host),
-        None => Ok(Box::new(tcp)),
-    }
-}
-
-impl Acceptor for ListenAcceptor<'_> {
-    fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
-        let deadline = Instant::now() + wait;
-        loop {
-            match socket::accept_timeout(self.listener, deadline.saturating_duration_since(Instant::now())) {
-                Ok((c, from)) if from.ip() == self.peer => return prepare(c, self.tls).map(Some),
-                Ok((c, from)) => {
-                    tracing::warn!("closed a data connection from {from}: only the server {} may connect", self.peer);
-                    drop(c);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(None),
-                Err(e) => return Err(e),
-            }
-        }
-    }
 }
 
 /// One file to fetch in a pipelined batch.
@@ -310,30 +267,6 @@ impl Session {
             ));
         }
         Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
-    }
-
-    /// Sends `PASV` and returns where to connect: see [`Session::data_addr`].
-    pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
-        let r = self.ctl.expect(&Command::Pasv, 227)?;
-        let a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
-            host: self.ctl.name.clone(),
-            reply: r.to_string(),
-        })?;
-        Ok(self.data_addr(a))
-    }
-
-    /// Where to open a data connection the server offered at `offered`: the control peer with
-    /// the offered port, unless PASV addresses are trusted (and even then not an unspecified
-    /// address).
-    pub(crate) fn data_addr(&self, offered: SocketAddr) -> SocketAddr {
-        let peer = self.ctl.peer.ip();
-        if self.pasv_address == PasvAddress::Trusted && !offered.ip().is_unspecified() {
-            return offered;
-        }
-        if offered.ip() != peer && !offered.ip().is_unspecified() {
-            tracing::debug!(host = %self.ctl.name, "PASV named {offered}; connecting to the control peer {peer} instead");
-        }
-        SocketAddr::new(peer, offered.port())
     }
 
     /// Ensures the session is set up to download with `p` streams.

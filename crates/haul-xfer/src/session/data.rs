@@ -1,0 +1,97 @@
+//! Who a session's data connections go to and come from: after `PASV`, the control
+//! connection's peer (unless PASV addresses are trusted); on a download's listener, only
+//! connections from that peer.
+
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use haul_proto::{hostport, Command};
+use haul_transport::mode_e::Acceptor;
+use haul_transport::{socket, Conn};
+
+use super::Session;
+use crate::error::XferError;
+use crate::tls::ClientTls;
+
+/// Where a session opens its data connections after `PASV` (uploads, listings, and the address
+/// a server-to-server transfer hands the source).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PasvAddress {
+    /// The control connection's peer, with the port from the reply (what curl's
+    /// `--ftp-skip-pasv-ip` does): a server cannot point the client at a third host.
+    #[default]
+    ControlPeer,
+    /// The address the reply names (`--trust-pasv-address`), for servers whose data interface
+    /// differs from their control address.
+    Trusted,
+}
+
+/// Accepts the server's data connections on our listener, from the control connection's peer
+/// only: anyone else who connects (to inject data into a download) is closed, logged and
+/// ignored, and the wait goes on for the server's own connection.
+pub(super) struct ListenAcceptor<'a> {
+    pub(super) listener: &'a TcpListener,
+    pub(super) tls: Option<(&'a ClientTls, &'a str)>,
+    pub(super) peer: IpAddr,
+}
+
+/// Sets a data connection's read deadline and wraps it in TLS when the session has it.
+pub(super) fn prepare(
+    tcp: std::net::TcpStream,
+    tls: Option<(&ClientTls, &str)>,
+) -> std::io::Result<Conn> {
+    tcp.set_read_timeout(Some(Duration::from_secs(120)))?;
+    match tls {
+        Some((t, host)) => t.wrap_data(tcp, host),
+        None => Ok(Box::new(tcp)),
+    }
+}
+
+impl Acceptor for ListenAcceptor<'_> {
+    fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
+        let deadline = Instant::now() + wait;
+        loop {
+            match socket::accept_timeout(
+                self.listener,
+                deadline.saturating_duration_since(Instant::now()),
+            ) {
+                Ok((c, from)) if from.ip() == self.peer => return prepare(c, self.tls).map(Some),
+                Ok((c, from)) => {
+                    tracing::warn!(
+                        "closed a data connection from {from}: only the server {} may connect",
+                        self.peer
+                    );
+                    drop(c);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Sends `PASV` and returns where to connect: see [`Session::data_addr`].
+    pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
+        let r = self.ctl.expect(&Command::Pasv, 227)?;
+        let a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })?;
+        Ok(self.data_addr(a))
+    }
+
+    /// Where to open a data connection the server offered at `offered`: the control peer with
+    /// the offered port, unless PASV addresses are trusted (and even then not an unspecified
+    /// address).
+    pub(crate) fn data_addr(&self, offered: SocketAddr) -> SocketAddr {
+        let peer = self.ctl.peer.ip();
+        if self.pasv_address == PasvAddress::Trusted && !offered.ip().is_unspecified() {
+            return offered;
+        }
+        if offered.ip() != peer && !offered.ip().is_unspecified() {
+            tracing::debug!(host = %self.ctl.name, "PASV named {offered}; connecting to the control peer {peer} instead");
+        }
+        SocketAddr::new(peer, offered.port())
+    }
+}
