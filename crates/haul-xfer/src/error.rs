@@ -71,12 +71,13 @@ pub enum XferError {
         reason: String,
     },
     /// A local or socket IO error.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// The path or host concerned.
         what: String,
-        /// The error.
-        source: std::io::Error,
+        /// The error: shown in this error's message, so not also a `source()` that a report
+        /// walking the chain would print a second time.
+        error: std::io::Error,
     },
     /// Verification failed even after re-transfer.
     #[error("checksum mismatch for {path}: source {expected} ({alg}), destination {actual}")]
@@ -118,7 +119,7 @@ pub enum XferError {
 impl XferError {
     /// An IO error on `what`.
     pub fn io(what: &str, source: std::io::Error) -> XferError {
-        XferError::Io { what: what.to_string(), source }
+        XferError::Io { what: what.to_string(), error: source }
     }
 
     /// A refusal built from a server reply, classified by code and text.
@@ -144,7 +145,7 @@ impl XferError {
             XferError::Auth { .. } => ErrorKind::AuthenticationFailed,
             XferError::Refused { kind, .. } => *kind,
             XferError::ChecksumMismatch { .. } => ErrorKind::ChecksumMismatch,
-            XferError::Io { source, .. } => match source.kind() {
+            XferError::Io { error, .. } => match error.kind() {
                 std::io::ErrorKind::NotFound => ErrorKind::NoSuchPath,
                 std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
                 std::io::ErrorKind::ConnectionRefused => ErrorKind::ConnectionRefused,
