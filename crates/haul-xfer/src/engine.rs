@@ -58,6 +58,8 @@ pub struct Options {
     pub tls: Option<ClientTls>,
     /// Where data connections go after `PASV`.
     pub pasv: PasvAddress,
+    /// How long a data channel may stay silent before the transfer fails.
+    pub data_timeout: Duration,
     /// Byte count for memory-to-memory runs from `/dev/zero`.
     pub len: Option<u64>,
     /// Bandwidth cap in bytes per second for each file's data (None: no cap).
@@ -90,6 +92,7 @@ impl Default for Options {
             sample_interval: Duration::from_secs(1),
             tls: None,
             pasv: PasvAddress::ControlPeer,
+            data_timeout: crate::session::DEFAULT_DATA_TIMEOUT,
             len: None,
             max_rate: None,
             transport: Transport::Tcp,

@@ -2,6 +2,7 @@
 //! trees ([`crate::walk`]), and mapping each source path to its destination path.
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::error::XferError;
 use crate::session::{PasvAddress, Session};
@@ -111,6 +112,8 @@ pub struct PlanOptions {
     pub limits: WalkLimits,
     /// Create missing parent directories of the destination (`--mkdir`).
     pub mkdir: bool,
+    /// How long a listing's data channel may stay silent (None: the session's default).
+    pub data_timeout: Option<Duration>,
 }
 
 /// Makes sure the local directory `dir` exists: with `mkdir` it is created with its missing
@@ -144,7 +147,13 @@ fn remote_parents(sess: &mut Session, path: &str) -> Result<(), XferError> {
 pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) -> Result<(crate::Route, Vec<Job>), XferError> {
     use crate::{Endpoint, Route, DEV_ZERO};
     let (recursive, len) = (opts.recursive, opts.len);
-    let open = |url| Session::open(url, opts.tls.as_ref(), opts.pasv);
+    let open = |url| {
+        let mut s = Session::open(url, opts.tls.as_ref(), opts.pasv)?;
+        if let Some(t) = opts.data_timeout {
+            s.set_data_timeout(t);
+        }
+        Ok::<_, XferError>(s)
+    };
     let zero_len = || len.ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()));
     match (src, dst) {
         (Endpoint::Local(_), Endpoint::Local(_)) => {

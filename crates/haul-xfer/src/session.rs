@@ -26,6 +26,10 @@ mod plut;
 use data::{prepare, ListenAcceptor};
 pub use data::PasvAddress;
 
+/// How long a data channel may stay silent by default (`--data-timeout`): the read deadline
+/// reused connections always had.
+pub const DEFAULT_DATA_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Data-channel settings of a session.
 #[derive(Debug, Clone)]
 pub struct DataParams {
@@ -153,11 +157,17 @@ impl Session {
             tls: tls.cloned(),
             mode_e: false,
             data: DataState::None,
-            data_timeout: Duration::from_secs(60),
+            data_timeout: DEFAULT_DATA_TIMEOUT,
             pasv_address: pasv,
             plut: None,
             abandoned: false,
         })
+    }
+
+    /// Sets how long a data channel may stay silent: connecting, waiting for the server's
+    /// connection, or between bytes (default [`DEFAULT_DATA_TIMEOUT`]).
+    pub fn set_data_timeout(&mut self, t: Duration) {
+        self.data_timeout = t;
     }
 
     /// Fails once [`Session::get_many`] has left a pipeline early: replies to commands already
@@ -254,7 +264,7 @@ impl Session {
                 &r,
             ));
         }
-        let conn = prepare(tcp, self.tls_host()).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let conn = prepare(tcp, self.tls_host(), self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
         let sink = crate::listing::VecSink::default();
         haul_transport::stream::receive(conn, &sink, 0, &Progress::default())
             .map_err(|e| XferError::io(&self.ctl.name, e))?;
@@ -486,11 +496,8 @@ impl Session {
                 "session is not set up for downloads".into(),
             ));
         };
-        let acceptor = ListenAcceptor {
-            listener,
-            tls: tls.as_ref().map(|t| (t, host.as_str())),
-            peer: self.ctl.peer.ip(),
-        };
+        let tls = tls.as_ref().map(|t| (t, host.as_str()));
+        let acceptor = ListenAcceptor::new(listener, tls, self.ctl.peer.ip(), item.progress, self.data_timeout);
         let got = mode_e::receive(
             std::mem::take(cached),
             Some(&acceptor),
@@ -553,7 +560,7 @@ impl Session {
             };
             for tcp in pending.drain(..) {
                 cached.push(
-                    prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())))
+                    prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())), self.data_timeout)
                         .map_err(|e| XferError::io(&host, e))?,
                 );
             }

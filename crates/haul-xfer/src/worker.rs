@@ -23,6 +23,13 @@ pub const DEV_ZERO: &str = "/dev/zero";
 /// See [`DEV_ZERO`].
 pub const DEV_NULL: &str = "/dev/null";
 
+/// Opens a session to `url` with the transfer's TLS, PASV and data-timeout settings.
+fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
+    let mut s = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
+    s.set_data_timeout(ctx.opts().data_timeout);
+    Ok(s)
+}
+
 fn params(ctx: &Ctx<'_>) -> DataParams {
     DataParams { parallelism: ctx.parallelism(), tcp_buffer: ctx.opts().tcp_buffer, block: ctx.opts().block }
 }
@@ -121,7 +128,7 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
 /// Moves files from a server to local disk.
 pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
-    let mut sess = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
+    let mut sess = open(ctx, url)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
     let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
     ctx.set_alg(alg);
@@ -239,7 +246,7 @@ struct Outgoing {
 /// Moves files from local disk to a server.
 pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
-    let mut sess = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
+    let mut sess = open(ctx, url)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
     let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
     ctx.set_alg(alg);
@@ -331,9 +338,8 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
         return Err(XferError::Usage("PLUT is not available for server-to-server transfers; use --transport tcp".into()));
     }
     let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
-    let tls = ctx.opts().tls.as_ref();
-    let mut src = Session::open(a, tls, ctx.opts().pasv)?;
-    let mut dst = Session::open(b, tls, ctx.opts().pasv)?;
+    let mut src = open(ctx, a)?;
+    let mut dst = open(ctx, b)?;
     let mem = batch.iter().all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
     let alg = if mem || !ctx.opts().verify {
         None

@@ -371,3 +371,29 @@ fn a_plut_download_ignores_a_flow_from_another_host() {
         "the forged flow was written"
     );
 }
+
+/// A server that answers RETR and then never opens the data connection (nor sends anything)
+/// cannot hold the client forever: the download fails after `--data-timeout`.
+#[test]
+fn a_server_that_never_connects_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = hostile::start(Config {
+        files: files(&[("/f", vec![1; 1000])]),
+        stall: true,
+        ..Config::default()
+    });
+    let dst = dir.path().join("f");
+    let started = std::time::Instant::now();
+    let out = cp_within(
+        &["--data-timeout", "1", &srv.url("/f"), dst.to_str().unwrap()],
+        &dir.path().join("h.sqlite"),
+        Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no data"), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}

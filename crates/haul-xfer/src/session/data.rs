@@ -3,10 +3,11 @@
 //! connections from that peer.
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use haul_proto::{hostport, Command};
-use haul_transport::mode_e::Acceptor;
+use haul_transport::mode_e::{Acceptor, Progress};
 use haul_transport::{socket, Conn};
 
 use super::Session;
@@ -28,19 +29,66 @@ pub enum PasvAddress {
 
 /// Accepts the server's data connections on our listener, from the control connection's peer
 /// only: anyone else who connects (to inject data into a download) is closed, logged and
-/// ignored, and the wait goes on for the server's own connection.
+/// ignored, and the wait goes on for the server's own connection. The wait has a deadline: when
+/// neither a connection nor a byte has arrived for `timeout`, the receive fails.
 pub(super) struct ListenAcceptor<'a> {
-    pub(super) listener: &'a TcpListener,
-    pub(super) tls: Option<(&'a ClientTls, &'a str)>,
-    pub(super) peer: IpAddr,
+    listener: &'a TcpListener,
+    tls: Option<(&'a ClientTls, &'a str)>,
+    peer: IpAddr,
+    progress: &'a Progress,
+    timeout: Duration,
+    /// When something last happened, and the byte count then.
+    last: Mutex<(Instant, u64)>,
+}
+
+impl<'a> ListenAcceptor<'a> {
+    /// Accepts from `peer` on `listener` for a receive counting its bytes in `progress`.
+    pub(super) fn new(
+        listener: &'a TcpListener,
+        tls: Option<(&'a ClientTls, &'a str)>,
+        peer: IpAddr,
+        progress: &'a Progress,
+        timeout: Duration,
+    ) -> Self {
+        let last = Mutex::new((Instant::now(), progress.bytes()));
+        ListenAcceptor {
+            listener,
+            tls,
+            peer,
+            progress,
+            timeout,
+            last,
+        }
+    }
+
+    /// Fails once neither a connection nor a byte arrived for the timeout.
+    fn check_stall(&self, accepted: bool) -> std::io::Result<()> {
+        let mut last = self
+            .last
+            .lock()
+            .map_err(|_| std::io::Error::other("acceptor state poisoned"))?;
+        let bytes = self.progress.bytes();
+        if accepted || bytes != last.1 {
+            *last = (Instant::now(), bytes);
+        } else if last.0.elapsed() > self.timeout {
+            let secs = self.timeout.as_secs_f64();
+            let e = format!(
+                "no data connection and no data from {} for {secs} s (--data-timeout)",
+                self.peer
+            );
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, e));
+        }
+        Ok(())
+    }
 }
 
 /// Sets a data connection's read deadline and wraps it in TLS when the session has it.
 pub(super) fn prepare(
     tcp: std::net::TcpStream,
     tls: Option<(&ClientTls, &str)>,
+    timeout: Duration,
 ) -> std::io::Result<Conn> {
-    tcp.set_read_timeout(Some(Duration::from_secs(120)))?;
+    tcp.set_read_timeout(Some(timeout))?;
     match tls {
         Some((t, host)) => t.wrap_data(tcp, host),
         None => Ok(Box::new(tcp)),
@@ -55,7 +103,10 @@ impl Acceptor for ListenAcceptor<'_> {
                 self.listener,
                 deadline.saturating_duration_since(Instant::now()),
             ) {
-                Ok((c, from)) if from.ip() == self.peer => return prepare(c, self.tls).map(Some),
+                Ok((c, from)) if from.ip() == self.peer => {
+                    self.check_stall(true)?;
+                    return prepare(c, self.tls, self.timeout).map(Some);
+                }
                 Ok((c, from)) => {
                     tracing::warn!(
                         "closed a data connection from {from}: only the server {} may connect",
@@ -63,7 +114,10 @@ impl Acceptor for ListenAcceptor<'_> {
                     );
                     drop(c);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    self.check_stall(false)?;
+                    return Ok(None);
+                }
                 Err(e) => return Err(e),
             }
         }

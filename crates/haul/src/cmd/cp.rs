@@ -77,6 +77,10 @@ pub struct Args {
     /// 1 Gb/s; default 10 Gb/s).
     #[arg(long, value_parser = parse_bytes)]
     pub plut_rate: Option<u64>,
+    /// Seconds a data channel may stay silent (connecting, waiting for the server's connection,
+    /// or between bytes) before the transfer fails.
+    #[arg(long, value_name = "SECS", default_value_t = haul_xfer::session::DEFAULT_DATA_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub data_timeout: u64,
     /// Connect data channels to the address a server's PASV reply names. By default haul
     /// connects to the control connection's peer with the reply's port, so a server cannot
     /// point it at a third host; this is for servers whose data interface has another address.
@@ -299,6 +303,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sample_interval: Duration::from_millis(args.sample_ms.unwrap_or(if args.tune { 200 } else { 1000 }).max(100)),
         tls: tls.clone(),
         pasv: pasv_address(&args),
+        data_timeout: Duration::from_secs(args.data_timeout),
         len: args.len,
         max_rate: args.max_rate,
         transport: args.transport,
@@ -318,7 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
     let limits = WalkLimits { max_depth: args.max_depth, max_entries: args.max_entries };
-    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits, mkdir: args.mkdir };
+    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits, mkdir: args.mkdir, data_timeout: Some(opts.data_timeout) };
     let result = haul_xfer::plan::plan(&src, &dst, &plan_opts).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();

@@ -49,6 +49,8 @@ pub struct Config {
     pub endless: Option<Endless>,
     /// Every MLSD entry is listed twice.
     pub duplicate_entries: bool,
+    /// RETR answers `150` and then sends nothing, on the data channel or the control one.
+    pub stall: bool,
     /// Offer PLUT (`PLUT 1` in FEAT); with `inject`, a RETR over PLUT first sends the forged
     /// bytes from that address to the client's flow, then the real ones.
     pub plut: bool,
@@ -361,6 +363,9 @@ impl Conn {
         let Some(to) = self.port else {
             return self.reply("425 no PORT");
         };
+        if self.cfg.stall {
+            return self.reply("150 sending, some day");
+        }
         if !self.cfg.files.contains_key(path) {
             return self.reply("550 no such file");
         }
