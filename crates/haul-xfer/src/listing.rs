@@ -119,4 +119,30 @@ mod tests {
         assert_eq!(parse_mlst(" Type=file;Size=7;Perm=r; /a/b"), Some((false, 7)));
         assert_eq!(parse_mlst(" Type=cdir;Size=4096; /a"), Some((true, 0)));
     }
+
+    proptest::proptest! {
+        /// Any body parses without panicking, and every entry is a plain name: the walk joins
+        /// it to a directory, so a `/`, `.` or `..` from a hostile server must never pass.
+        #[test]
+        fn any_listing_gives_plain_names(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            for e in parse_mlsd(&body) {
+                proptest::prop_assert!(!e.name.is_empty() && !e.name.contains('/') && e.name != "." && e.name != "..");
+            }
+        }
+
+        /// A well-formed line gives back its facts, the `Unique` fact included.
+        #[test]
+        fn facts_round_trip(
+            name in "[a-zA-Z0-9_][a-zA-Z0-9_. -]{0,19}",
+            size in proptest::prelude::any::<u64>(),
+            is_dir in proptest::prelude::any::<bool>(),
+            unique in proptest::option::of("[a-z0-9-]{1,12}"),
+        ) {
+            let kind = if is_dir { "dir" } else { "file" };
+            let u = unique.as_ref().map(|u| format!("Unique={u};")).unwrap_or_default();
+            let line = format!("Type={kind};Size={size};{u} {name}\r\n");
+            let want = Entry { name: name.clone(), is_dir, size: if is_dir { 0 } else { size }, unique };
+            proptest::prop_assert_eq!(parse_mlsd(line.as_bytes()), vec![want]);
+        }
+    }
 }
