@@ -9,23 +9,26 @@ use common::hostile::{self, Config, Endless, Hostile, OTHER_HOST};
 use std::collections::BTreeMap;
 use std::fs;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::time::Duration;
 
 /// A run that must end: a client looping on hostile input fails the test instead of hanging it.
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn files(list: &[(&str, Vec<u8>)]) -> BTreeMap<String, Vec<u8>> {
-    list.iter()
-        .map(|(p, d)| (p.to_string(), d.clone()))
-        .collect()
-}
-
-fn run(args: &[&str], dir: &Path) -> std::process::Output {
+fn run(args: &[&str], dir: &Path) -> Output {
     cp_within(args, &dir.join("h.sqlite"), LIMIT)
 }
 
-fn stderr(o: &std::process::Output) -> String {
+/// Downloads `/f` from `srv` into `dir/name` with `flags`.
+fn fetch(srv: &Hostile, flags: &[&str], dir: &Path, name: &str) -> (Output, PathBuf) {
+    let (url, dst) = (srv.url("/f"), dir.join(name));
+    let mut args = flags.to_vec();
+    args.extend([url.as_str(), dst.to_str().unwrap()]);
+    (run(&args, dir), dst)
+}
+
+fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -88,9 +91,8 @@ fn listing_ignores_the_host_a_pasv_reply_names() {
     let dir = tempfile::tempdir().unwrap();
     let data = random_bytes(5_000, 3);
     let srv = hostile::start(Config {
-        files: files(&[("/tree/a", data.clone())]),
         pasv_ip: Some(OTHER_HOST),
-        ..Config::default()
+        ..Config::serving("/tree/a", &data)
     });
     let out_dir = dir.path().join("out");
     let out = run(
@@ -119,10 +121,7 @@ fn listing_ignores_the_host_a_pasv_reply_names() {
 fn third_party_port_names_the_destination_control_peer() {
     let dir = tempfile::tempdir().unwrap();
     let data = random_bytes(200_000, 4);
-    let src = hostile::start(Config {
-        files: files(&[("/f", data.clone())]),
-        ..Config::default()
-    });
+    let src = hostile::start(Config::serving("/f", &data));
     let dst = hostile::start(Config {
         pasv_ip: Some(OTHER_HOST),
         ..Config::default()
@@ -150,21 +149,10 @@ fn download_ignores_a_data_connection_from_another_host() {
     let real = random_bytes(100_000, 5);
     let forged = vec![0x66; real.len()];
     let srv = hostile::start(Config {
-        files: files(&[("/f", real.clone())]),
         inject: Some((OTHER_HOST, forged)),
-        ..Config::default()
+        ..Config::serving("/f", &real)
     });
-    let dst = dir.path().join("f");
-    let out = run(
-        &[
-            "--no-verify",
-            "-p",
-            "1",
-            &srv.url("/f"),
-            dst.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    let (out, dst) = fetch(&srv, &["--no-verify", "-p", "1"], dir.path(), "f");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         fs::read(&dst).unwrap() == real,
@@ -183,22 +171,17 @@ fn download_ignores_a_data_connection_from_another_host() {
 fn a_download_sent_short_fails_and_names_the_missing_range() {
     let dir = tempfile::tempdir().unwrap();
     let srv = hostile::start(Config {
-        files: files(&[("/f", random_bytes(1000, 6))]),
         short: Some(360),
-        ..Config::default()
+        ..Config::serving("/f", &random_bytes(1000, 6))
     });
-    for verify in [true, false] {
-        let dst = dir.path().join(format!("f{verify}"));
-        let mut args = vec!["-p", "1"];
-        if !verify {
-            args.push("--no-verify");
-        }
-        let url = srv.url("/f");
-        args.extend([url.as_str(), dst.to_str().unwrap()]);
-        let out = run(&args, dir.path());
+    for (flags, name) in [
+        (&["-p", "1"][..], "verified"),
+        (&["-p", "1", "--no-verify"][..], "unverified"),
+    ] {
+        let (out, dst) = fetch(&srv, flags, dir.path(), name);
         assert!(
             !out.status.success(),
-            "a short file was reported as success (verify {verify})"
+            "a short file was reported as success ({name})"
         );
         assert!(
             stderr(&out).contains("360-1000"),
@@ -348,22 +331,15 @@ fn a_plut_download_ignores_a_flow_from_another_host() {
     let real = random_bytes(200_000, 7);
     let forged = vec![0x66; real.len()];
     let srv = hostile::start(Config {
-        files: files(&[("/f", real.clone())]),
         inject: Some((OTHER_HOST, forged)),
         plut: true,
-        ..Config::default()
+        ..Config::serving("/f", &real)
     });
-    let dst = dir.path().join("f");
-    let url = srv.url("/f");
-    let out = run(
-        &[
-            "--no-verify",
-            "--transport",
-            "plut",
-            &url,
-            dst.to_str().unwrap(),
-        ],
+    let (out, dst) = fetch(
+        &srv,
+        &["--no-verify", "--transport", "plut"],
         dir.path(),
+        "f",
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -378,17 +354,11 @@ fn a_plut_download_ignores_a_flow_from_another_host() {
 fn a_server_that_never_connects_times_out() {
     let dir = tempfile::tempdir().unwrap();
     let srv = hostile::start(Config {
-        files: files(&[("/f", vec![1; 1000])]),
         stall: true,
-        ..Config::default()
+        ..Config::serving("/f", &[1; 1000])
     });
-    let dst = dir.path().join("f");
     let started = std::time::Instant::now();
-    let out = cp_within(
-        &["--data-timeout", "1", &srv.url("/f"), dst.to_str().unwrap()],
-        &dir.path().join("h.sqlite"),
-        Duration::from_secs(20),
-    );
+    let (out, _) = fetch(&srv, &["--data-timeout", "1"], dir.path(), "f");
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no data"), "{}", stderr(&out));
     assert!(

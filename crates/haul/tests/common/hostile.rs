@@ -56,6 +56,17 @@ pub struct Config {
     pub plut: bool,
 }
 
+impl Config {
+    /// A well-behaved server of one file, `data` at `path`, to change with struct update syntax.
+    pub fn serving(path: &str, data: &[u8]) -> Config {
+        let files = [(path.to_string(), data.to_vec())].into();
+        Config {
+            files,
+            ..Config::default()
+        }
+    }
+}
+
 /// What the server saw.
 #[derive(Debug, Default)]
 pub struct Log {
