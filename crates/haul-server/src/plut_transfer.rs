@@ -89,6 +89,10 @@ impl Session<'_> {
                     Ok(s) => s,
                     Err(e) => return self.ctl.reply(425, format!("Can't open PLUT socket: {e}")),
                 };
+                // Only the client may be the sender of the flow it asked for.
+                if let Err(e) = plut::only_from(&sock, self.ctl.peer_ip()?) {
+                    return self.ctl.reply(425, format!("Can't filter the PLUT socket: {e}"));
+                }
                 let addr = sock.local_addr()?;
                 self.plut.flow = Some(Flow::Receive { sock, session, len });
                 self.ctl.reply(227, format!("Entering PLUT Passive Mode ({})", format_port(&addr)))
@@ -137,7 +141,9 @@ impl Session<'_> {
         let tuning = self.plut_tuning();
         self.ctl.reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
         let ip = self.ctl.local_ip()?;
+        // Acknowledgements are taken only from the client.
         let result = plut::bind(SocketAddr::new(ip, 0), &tuning)
+            .and_then(|sock| plut::only_from(&sock, peer.ip()).map(|()| sock))
             .map_err(|e| e.to_string())
             .and_then(|sock| plut::send(&sock, peer, src, base, len, &cfg, &tuning, &Progress::default()).map_err(|e| e.to_string()));
         match result {

@@ -18,7 +18,9 @@
 
 mod adapt;
 mod batch;
+mod filter;
 pub mod params;
+pub use filter::only_from;
 mod stream;
 mod trace;
 

@@ -216,3 +216,48 @@ fn third_party_between_haul_and_globus_server() {
     assert_success(&out, "third-party tree globus -> haul -pp");
     assert_trees_equal(&groot.path().join("tree"), &hroot.path().join("tree2"));
 }
+
+/// Issue 21, finding 7, with the real client: `globus-url-copy` (MODE S) killed in the middle of
+/// an upload leaves the target as it was, and the next upload of the same file goes ahead.
+#[test]
+fn globus_url_copy_killed_mid_upload_leaves_the_target() {
+    if skip_without_globus("globus_url_copy_killed_mid_upload_leaves_the_target") {
+        return;
+    }
+    let src_dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let big = src_dir.path().join("big");
+    // 8 GiB of holes: far longer to send than the test waits before the kill.
+    fs::File::create(&big).unwrap().set_len(8 << 30).unwrap();
+    fs::write(root.path().join("t"), b"the original").unwrap();
+    let srv = HaulServe::start(root.path());
+    let bin = globus_url_copy_bin().unwrap_or_else(|| PathBuf::from("globus-url-copy"));
+    let mut guc = Command::new(bin)
+        .args([file_url(&big), srv.url("t")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn globus-url-copy");
+    let part = root.path().join(".t.haul-part");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while fs::metadata(&part).map_or(0, |m| m.len()) < (16 << 20) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    guc.kill().unwrap();
+    guc.wait().unwrap();
+    assert!(fs::metadata(&part).map_or(0, |m| m.len()) >= 16 << 20, "the upload was under way when killed");
+    // The server sees the data connection close as a MODE S end of file; it must not take it
+    // for one (a server that did renamed the truncated data over the target within a few ms).
+    let watch = std::time::Instant::now();
+    while watch.elapsed() < std::time::Duration::from_secs(2) {
+        assert_eq!(fs::read(root.path().join("t")).unwrap(), b"the original", "the target was replaced");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Once the server has noticed, a new upload of the same file is accepted and completes.
+    let small = src_dir.path().join("small");
+    fs::write(&small, b"the next upload").unwrap();
+    let out = globus_url_copy(&[&file_url(&small), &srv.url("t")]);
+    assert_success(&out, "the upload after the killed one");
+    assert_eq!(fs::read(root.path().join("t")).unwrap(), b"the next upload");
+}
