@@ -118,26 +118,28 @@ fn verifiers() -> mpsc::Sender<Job> {
     tx
 }
 
-/// Refuses a file that its group or others may write (a users file, a TLS key): whoever could
-/// write it could log in as anyone, or be the server.
-pub fn check_private(path: &Path, what: &str) -> std::io::Result<()> {
+/// Opens a file that must not be writable by its group or others (a users file, a TLS key):
+/// whoever could write it could log in as anyone, or be the server. The mode is read from the
+/// handle that is then read, so the file checked is the file used.
+pub fn open_private(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path)?.permissions().mode();
+    let f = std::fs::File::open(path)?;
+    let mode = f.metadata()?.permissions().mode();
     if mode & 0o022 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             format!("{what} {} is writable by its group or others (mode {:o}); run chmod go-w on it", path.display(), mode & 0o777),
         ));
     }
-    Ok(())
+    Ok(f)
 }
 
 impl Users {
     /// Loads a users file.
     pub fn load(path: &Path) -> Result<Users, UsersError> {
         let read = |source| UsersError::Read { path: path.display().to_string(), source };
-        check_private(path, "users file").map_err(read)?;
-        let text = std::fs::read_to_string(path).map_err(read)?;
+        let mut text = String::new();
+        open_private(path, "users file").and_then(|mut f| f.read_to_string(&mut text)).map_err(read)?;
         Users::parse(&text, &path.display().to_string())
     }
 

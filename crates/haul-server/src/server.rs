@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::auth::{check_private, Users};
+use crate::auth::{open_private, Users};
 use crate::config::ServerConfig;
 use crate::control::Control;
 use crate::session::{Session, Shared};
@@ -87,7 +87,7 @@ impl Server {
         };
         let tls = match &cfg.tls {
             Some((cert, key)) => {
-                check_private(key, "TLS key")?;
+                open_private(key, "TLS key")?;
                 Some(haul_transport::tls::server_config(cert, key)?)
             }
             None => None,
