@@ -8,6 +8,10 @@
 //! is closed unread and the real one still awaited, so a thief that connects first gets nothing
 //! and spoils nothing. Every transfer opens or accepts at most the server's parallelism limit.
 //!
+//! Token: a client that asked for one with `DTOK` (a haul extension) has every data connection
+//! carry the session's token as its first 16 bytes (inside TLS under `PROT P`), which keeps out
+//! other processes on the client's own host too.
+//!
 //! Watch: while data moves on a worker thread, the session thread sends markers, and cuts the
 //! phase short (shuts its sockets down, so blocked reads and writes return at once) when the
 //! client closes its control connection or no byte has moved for the data timeout.
@@ -20,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use haul_proto::{PerfMarker, Reply};
 use haul_transport::mode_e::{Acceptor, Progress};
+use haul_transport::token::DataToken;
 use haul_transport::{socket, tls, Conn};
 
 use crate::control::Control;
@@ -164,23 +169,42 @@ pub struct Dial {
     pub peers: Peers,
     /// Most connections one transfer may open or accept.
     pub limit: usize,
+    /// The session's data-connection token (`DTOK`), if the client asked for one.
+    pub token: Option<DataToken>,
 }
 
 impl Dial {
-    fn wrap(&self, tcp: TcpStream, cut: &Cut) -> io::Result<Conn> {
+    /// Prepares a new connection: timeouts, TLS, and the token (sent on connections this side
+    /// opened, checked on those it accepted).
+    fn wrap(&self, tcp: TcpStream, cut: &Cut, opened: bool) -> io::Result<Conn> {
         tcp.set_read_timeout(Some(self.timeout))?;
         tcp.set_write_timeout(Some(self.timeout))?;
-        let conn: Conn = match &self.tls {
-            Some(cfg) => {
-                // Let the watcher cut a handshake that stalls.
-                let raw: Conn = Box::new(tcp.try_clone()?);
-                cut.hold(&raw);
-                Box::new(tls::accept(cfg.clone(), tcp)?)
+        // Held from the start, so the watcher can cut a handshake that stalls; shut at once if
+        // the connection is refused, since the cut's handle would keep it open.
+        let raw = tcp.try_clone()?;
+        cut.hold(&(Box::new(tcp.try_clone()?) as Conn));
+        let r = (|| {
+            let mut conn: Conn = match &self.tls {
+                Some(cfg) => Box::new(tls::accept(cfg.clone(), tcp)?),
+                None => Box::new(tcp),
+            };
+            match (&self.token, opened) {
+                (Some(t), true) => t.present(&mut conn)?,
+                (Some(t), false) => t.check(&mut conn, self.timeout)?,
+                (None, _) => {}
             }
-            None => Box::new(tcp),
-        };
-        cut.hold(&conn);
-        Ok(conn)
+            Ok(conn)
+        })();
+        if r.is_err() {
+            let _ = raw.shutdown(std::net::Shutdown::Both);
+        }
+        r
+    }
+
+    /// Whether a wrap failed because the connection lacked the token (it is then refused and
+    /// the wait goes on, as for a connection from another host).
+    fn refused(e: &io::Error) -> bool {
+        e.kind() == io::ErrorKind::PermissionDenied
     }
 
     /// Connects to `addr` (already checked against the peers when PORT named it).
@@ -188,7 +212,7 @@ impl Dial {
         if let Some(why) = cut.reason() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
-        self.wrap(socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?, cut)
+        self.wrap(socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?, cut, true)
     }
 
     /// Accepts one connection from an allowed peer, closing any other, until the phase is cut.
@@ -198,7 +222,10 @@ impl Dial {
                 return Err(io::Error::new(io::ErrorKind::TimedOut, why));
             }
             if let Some(tcp) = self.accept_allowed(l, TICK)? {
-                return self.wrap(tcp, cut);
+                match self.wrap(tcp, cut, false) {
+                    Err(e) if Dial::refused(&e) => tracing::warn!(error = %e, "data connection refused"),
+                    r => return r,
+                }
             }
         }
     }
@@ -251,7 +278,13 @@ impl Acceptor for ListenAcceptor<'_> {
             tracing::warn!(limit = self.dial.limit, "data connection over the per-transfer limit refused");
             return Ok(None);
         }
-        self.dial.wrap(tcp, self.cut).map(Some)
+        match self.dial.wrap(tcp, self.cut, false) {
+            Err(e) if Dial::refused(&e) => {
+                tracing::warn!(error = %e, "data connection refused");
+                Ok(None)
+            }
+            r => r.map(Some),
+        }
     }
 }
 

@@ -93,6 +93,8 @@ pub struct Session<'a> {
     pub(crate) known_digest: Option<KnownDigest>,
     /// The client's address.
     peer: IpAddr,
+    /// The data-connection token, once the client asked for one (`DTOK`).
+    pub(crate) data_token: Option<haul_transport::token::DataToken>,
     /// A named user's place among its sessions, held while logged in.
     user_slot: Option<UserSlot<'a>>,
 }
@@ -210,6 +212,7 @@ impl<'a> Session<'a> {
             plut: Default::default(),
             known_digest: None,
             peer,
+            data_token: None,
             user_slot: None,
         })
     }
@@ -362,6 +365,7 @@ impl<'a> Session<'a> {
             Command::Eret { offset, length, path } if self.plut.enabled() => self.plut_retr(&path, Some((offset, length)))?,
             Command::Stor(p) if self.plut.enabled() => self.plut_stor(&p)?,
             Command::Unknown { verb, arg } if verb == "PLUT" => self.cmd_plut(&arg)?,
+            Command::Unknown { verb, .. } if verb == "DTOK" => self.cmd_dtok()?,
             Command::Retr(p) => self.cmd_retr(&p, None)?,
             Command::Eret { offset, length, path } => self.cmd_retr(&path, Some((offset, length)))?,
             Command::Stor(p) => self.cmd_stor(&p, WriteKind::Stor)?,
@@ -510,6 +514,7 @@ impl<'a> Session<'a> {
             format!("CKSM {algs}"),
             "HAUL 1".to_string(),
             "PLUT 1".to_string(),
+            "DTOK".to_string(),
         ];
         if self.shared.tls.is_some() {
             feats.extend(["AUTH TLS".to_string(), "PBSZ".to_string(), "PROT".to_string()]);
@@ -517,6 +522,21 @@ impl<'a> Session<'a> {
         lines.extend(feats.into_iter().map(|f| format!(" {f}")));
         lines.push("End.".to_string());
         self.ctl.send(&Reply::multi(211, lines))
+    }
+
+    /// `DTOK`: from now on every data connection of this session carries this token first
+    /// (haul extension, docs/protocol.md). Cached connections predate it and are dropped.
+    fn cmd_dtok(&mut self) -> io::Result<()> {
+        let t = match self.data_token {
+            Some(t) => t,
+            None => match haul_transport::token::DataToken::random() {
+                Ok(t) => t,
+                Err(e) => return self.ctl.reply(451, format!("DTOK: no random bytes: {e}")),
+            },
+        };
+        self.data.drop_cached();
+        self.data_token = Some(t);
+        self.ctl.reply(200, format!("DTOK {}", t.to_hex()))
     }
 
     fn help(&mut self, code: u16) -> io::Result<()> {

@@ -93,6 +93,7 @@ impl Session<'_> {
             tls: if self.prot_private { self.shared.tls.clone() } else { None },
             peers: self.peers()?,
             limit: cfg.max_parallelism,
+            token: self.data_token,
         })
     }
 

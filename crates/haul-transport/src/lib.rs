@@ -8,6 +8,7 @@
 //! - [`plut`]: PLUT (reliable UDP, `haul-plut`) over real sockets with batched IO and pacing.
 //! - [`stream`]: RFC 959 stream mode over one connection.
 //! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
+//! - [`token`]: data-connection tokens (haul's `DTOK` extension).
 
 pub mod io;
 pub mod mode_e;
@@ -15,6 +16,7 @@ pub mod plut;
 pub mod socket;
 pub mod stream;
 pub mod tls;
+pub mod token;
 
 use std::io::{Read, Write};
 

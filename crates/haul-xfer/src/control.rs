@@ -16,6 +16,8 @@ use crate::url::RemoteUrl;
 pub struct Features {
     /// The server speaks haul's own dialect (`HAUL` feature line).
     pub haul: bool,
+    /// The server offers data-connection tokens (`DTOK`).
+    pub dtok: bool,
     /// CKSM algorithms offered, upper-cased.
     pub cksm: Vec<String>,
     /// AUTH TLS is offered.
@@ -33,6 +35,7 @@ impl Features {
             match name.to_ascii_uppercase().as_str() {
                 "HAUL" => f.haul = true,
                 "PLUT" => f.plut = true,
+                "DTOK" => f.dtok = true,
                 "CKSM" => {
                     f.cksm = rest
                         .split([';', ','])

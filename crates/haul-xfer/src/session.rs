@@ -72,6 +72,8 @@ pub struct Session {
     /// Set when [`Session::get_many`] left a pipeline early: replies to commands already sent
     /// are still due, so the control connection can only be closed.
     abandoned: bool,
+    /// The data-connection token (`DTOK`), once asked for.
+    token: Option<haul_transport::token::DataToken>,
 }
 
 /// One file to fetch in a pipelined batch.
@@ -161,6 +163,7 @@ impl Session {
             pasv_address: pasv,
             plut: None,
             abandoned: false,
+            token: None,
         })
     }
 
@@ -252,6 +255,7 @@ impl Session {
             self.mode_e = false;
             self.data = DataState::None;
         }
+        let token = self.data_token()?;
         let addr = self.pasv()?;
         let tcp = socket::connect(addr, None, self.data_timeout)
             .map_err(|e| XferError::io(&self.ctl.name, e))?;
@@ -264,7 +268,8 @@ impl Session {
                 &r,
             ));
         }
-        let conn = prepare(tcp, self.tls_host(), self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let mut conn = prepare(tcp, self.tls_host(), self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        data::present(&mut conn, token).map_err(|e| XferError::io(&self.ctl.name, e))?;
         let sink = crate::listing::VecSink::default();
         haul_transport::stream::receive(conn, &sink, 0, &Progress::default())
             .map_err(|e| XferError::io(&self.ctl.name, e))?;
@@ -287,6 +292,7 @@ impl Session {
                 return Ok(());
             }
         }
+        self.data_token()?;
         self.ctl.ok(&Command::Opts {
             command: "RETR".into(),
             options: format!("Parallelism={0},{0},{0};", p.parallelism),
@@ -324,6 +330,7 @@ impl Session {
         if let Some(b) = p.tcp_buffer {
             self.ctl.ok(&Command::Sbuf(b as u64))?;
         }
+        self.data_token()?;
         let addr = self.pasv()?;
         let mut pending = Vec::with_capacity(p.parallelism as usize);
         for _ in 0..p.parallelism {
@@ -497,7 +504,7 @@ impl Session {
             ));
         };
         let tls = tls.as_ref().map(|t| (t, host.as_str()));
-        let acceptor = ListenAcceptor::new(listener, tls, self.ctl.peer.ip(), item.progress, self.data_timeout);
+        let acceptor = ListenAcceptor::new(listener, tls, self.ctl.peer.ip(), self.token, item.progress, self.data_timeout);
         let got = mode_e::receive(
             std::mem::take(cached),
             Some(&acceptor),
@@ -558,11 +565,13 @@ impl Session {
             let DataState::Upload { cached, pending } = &mut self.data else {
                 return Err(XferError::Usage("session is not set up for uploads".into()));
             };
+            // Each connection carries the token right after its TLS handshake: the server
+            // checks one connection's token before it accepts (and handshakes) the next.
             for tcp in pending.drain(..) {
-                cached.push(
-                    prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())), self.data_timeout)
-                        .map_err(|e| XferError::io(&host, e))?,
-                );
+                let mut conn = prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())), self.data_timeout)
+                    .map_err(|e| XferError::io(&host, e))?;
+                data::present(&mut conn, self.token).map_err(|e| XferError::io(&host, e))?;
+                cached.push(conn);
             }
             // Send on the data connections while reading 111/112 markers on the control
             // connection, so restart markers are journaled as they arrive.

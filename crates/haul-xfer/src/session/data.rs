@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use haul_proto::{hostport, Command};
 use haul_transport::mode_e::{Acceptor, Progress};
+use haul_transport::token::DataToken;
 use haul_transport::{socket, Conn};
 
 use super::Session;
@@ -35,6 +36,8 @@ pub(super) struct ListenAcceptor<'a> {
     listener: &'a TcpListener,
     tls: Option<(&'a ClientTls, &'a str)>,
     peer: IpAddr,
+    /// The session's data-connection token, which the server's connections must carry first.
+    token: Option<DataToken>,
     progress: &'a Progress,
     timeout: Duration,
     /// When something last happened, and the byte count then.
@@ -47,6 +50,7 @@ impl<'a> ListenAcceptor<'a> {
         listener: &'a TcpListener,
         tls: Option<(&'a ClientTls, &'a str)>,
         peer: IpAddr,
+        token: Option<DataToken>,
         progress: &'a Progress,
         timeout: Duration,
     ) -> Self {
@@ -55,6 +59,7 @@ impl<'a> ListenAcceptor<'a> {
             listener,
             tls,
             peer,
+            token,
             progress,
             timeout,
             last,
@@ -82,6 +87,28 @@ impl<'a> ListenAcceptor<'a> {
     }
 }
 
+impl Session {
+    /// The session's data-connection token, asked for (`DTOK`) the first time a data connection
+    /// of this client's own is set up, if the server offers tokens. Server-to-server transfers,
+    /// whose data connections run between the two servers, never ask.
+    pub(super) fn data_token(&mut self) -> Result<Option<DataToken>, XferError> {
+        if self.token.is_none() && self.ctl.features.dtok {
+            let cmd = Command::Unknown { verb: "DTOK".into(), arg: String::new() };
+            let r = self.ctl.expect(&cmd, 200)?;
+            let text = r.text();
+            let hex = text.trim().strip_prefix("DTOK ").unwrap_or_default();
+            let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+            self.token = Some(t);
+        }
+        Ok(self.token)
+    }
+}
+
+/// Sends the session's token, if it has one, on a data connection this client opened.
+pub(super) fn present(conn: &mut Conn, token: Option<DataToken>) -> std::io::Result<()> {
+    token.map_or(Ok(()), |t| t.present(conn))
+}
+
 /// Sets a data connection's read deadline and wraps it in TLS when the session has it.
 pub(super) fn prepare(
     tcp: std::net::TcpStream,
@@ -105,7 +132,14 @@ impl Acceptor for ListenAcceptor<'_> {
             ) {
                 Ok((c, from)) if from.ip() == self.peer => {
                     self.check_stall(true)?;
-                    return prepare(c, self.tls, self.timeout).map(Some);
+                    let mut conn = prepare(c, self.tls, self.timeout)?;
+                    match self.token.map(|t| t.check(&mut conn, self.timeout)) {
+                        Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                            tracing::warn!("closed a data connection from {from}: {e}");
+                        }
+                        Some(Err(e)) => return Err(e),
+                        Some(Ok(())) | None => return Ok(Some(conn)),
+                    }
                 }
                 Ok((c, from)) => {
                     tracing::warn!(
