@@ -87,6 +87,23 @@ fn parallelism_is_capped() {
     assert_eq!(c.cmd("OPTS RETR Parallelism=8,8,8;").code, 200);
 }
 
+/// After `RETR` got its `150`: the thief's connection (made first) reads nothing, and the
+/// client's own (carrying `token`, if any) gets all of `data` and the transfer completes.
+fn thief_gets_nothing_client_gets_all(c: &mut Ctl, addr: SocketAddr, mut thief: TcpStream, token: Option<&[u8]>, data: &[u8]) {
+    thief.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut stolen = Vec::new();
+    let _ = thief.read_to_end(&mut stolen);
+    assert!(stolen.is_empty(), "the thief read {} bytes", stolen.len());
+    let mut real = TcpStream::connect(addr).unwrap();
+    if let Some(t) = token {
+        real.write_all(t).unwrap();
+    }
+    let mut got = Vec::new();
+    real.read_to_end(&mut got).unwrap();
+    assert!(got == data, "the client got the whole file ({} of {} bytes)", got.len(), data.len());
+    assert_eq!(c.finish().1.code, 226);
+}
+
 #[test]
 fn a_thief_connecting_first_to_the_passive_port_gets_nothing() {
     let root = tempfile::tempdir().unwrap();
@@ -95,18 +112,10 @@ fn a_thief_connecting_first_to_the_passive_port_gets_nothing() {
     let srv = server(root.path(), |_| {});
     let mut c = Ctl::anon(srv.addr());
     let addr = c.pasv();
-    let mut thief = connect_from_other(addr);
+    let thief = connect_from_other(addr);
     c.send("RETR f");
     assert_eq!(c.reply().code, 150);
-    thief.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut stolen = Vec::new();
-    let _ = thief.read_to_end(&mut stolen);
-    assert!(stolen.is_empty(), "the thief read {} bytes", stolen.len());
-    let mut real = TcpStream::connect(addr).unwrap();
-    let mut got = Vec::new();
-    real.read_to_end(&mut got).unwrap();
-    assert!(got == data, "the client got the whole file ({} of {} bytes)", got.len(), data.len());
-    assert_eq!(c.finish().1.code, 226);
+    thief_gets_nothing_client_gets_all(&mut c, addr, thief, None, &data);
 }
 
 #[test]
@@ -278,16 +287,7 @@ fn with_a_token_a_thief_on_the_clients_own_host_gets_nothing() {
     thief.write_all(&[0u8; 16]).unwrap();
     c.send("RETR f");
     assert_eq!(c.reply().code, 150);
-    thief.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut stolen = Vec::new();
-    let _ = thief.read_to_end(&mut stolen);
-    assert!(stolen.is_empty(), "the thief read {} bytes", stolen.len());
-    let mut real = TcpStream::connect(addr).unwrap();
-    real.write_all(&token).unwrap();
-    let mut got = Vec::new();
-    real.read_to_end(&mut got).unwrap();
-    assert!(got == data, "the client got the whole file ({} of {} bytes)", got.len(), data.len());
-    assert_eq!(c.finish().1.code, 226);
+    thief_gets_nothing_client_gets_all(&mut c, addr, thief, Some(&token), &data);
 }
 
 #[test]
