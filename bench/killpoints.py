@@ -149,7 +149,8 @@ class Campaign:
         self.root = os.path.join(self.work, "root")          # served as /
         self.local = os.path.join(self.work, "local")        # client side
         self.state = os.path.join(self.work, "state")        # XDG_STATE_HOME (upload journals)
-        self.logs = os.path.join(self.work, "logs")
+        # Per campaign: a log is never read back from an earlier campaign's file.
+        self.logs = os.path.join(self.work, "logs", a.started)
         self.hist = os.path.join(self.work, "history.sqlite")
         for d in (self.root, self.local, self.state, self.logs):
             os.makedirs(d, exist_ok=True)
@@ -247,13 +248,14 @@ class Campaign:
         env.setdefault("HAUL_LOG", self.a.server_log)
         for attempt in range(50):
             logf = open(logp, "ab")
+            seen = logf.tell()
             p = subprocess.Popen([self.a.bin, "serve", "--root", self.root, "--listen", listen, "--anonymous", "--anonymous-write"],
                                  stdout=logf, stderr=logf, env=env)
             logf.close()
             deadline = now() + 15
             addr = None
             while now() < deadline and p.poll() is None:
-                for line in (read_text(logp) or "").splitlines():
+                for line in (read_text(logp) or "")[seen:].splitlines():
                     if "haul serve: listening on" in line:
                         addr = line.rsplit(" ", 1)[1]
                 if addr:
@@ -359,8 +361,14 @@ class Campaign:
                 pass
 
     def leftovers(self, direction):
+        """Restart state left behind, and any file haul left in the served root or the client's
+        directory besides the source and the destination."""
         p = self.paths(direction)
-        return [f for f in [p["part"], *p["journals"], *p["extra"]] if os.path.lexists(f)]
+        out = [f for f in [p["part"], *p["journals"], *p["extra"]] if os.path.lexists(f)]
+        expected = {self.src, self.src + ".meta.json", self.local_src, self.dl_dst, self.up_dst}
+        for d in (self.root, self.local):
+            out += [os.path.join(d, n) for n in sorted(os.listdir(d)) if os.path.join(d, n) not in expected and os.path.join(d, n) not in out]
+        return out
 
     # ------------------------------------------------------------ one run of haul cp, maybe killed
 
@@ -380,8 +388,21 @@ class Campaign:
         timeout = timeout or self.a.run_timeout
         delivered = False
         if kill:
-            kind, delay = kill
-            while p.poll() is None and now() - t0 < delay:
+            kind, delay = kill[0], kill[1]
+            anchor = kill[2] if len(kill) > 2 else "start"
+            t_anchor = t0
+            if anchor == "data-complete":
+                # Tail kills: the delay counts from the moment every byte is in the receiver's
+                # part file (or the final name appeared), so they land in verification and renaming.
+                part, dstp = self.paths(direction)["part"], self.paths(direction)["dst"]
+                while p.poll() is None:
+                    fi = file_info(part)
+                    if (fi and fi["alloc"] >= self.a.size) or os.path.exists(dstp):
+                        break
+                    time.sleep(0.005)
+                t_anchor = now()
+                rec["data_complete_at_s"] = round(t_anchor - t0, 3)
+            while p.poll() is None and now() - t_anchor < delay:
                 time.sleep(0.005)
             if p.poll() is None:
                 at = now() - t0
@@ -411,6 +432,7 @@ class Campaign:
                         self.log(f"  !! client still running {self.a.client_notice_timeout} s after the server was killed; killing it")
                         p.send_signal(signal.SIGKILL)
                 p.wait()
+                rec["exit_at_s"] = round(now() - t0, 3)
                 snap = self.snapshot(direction)
                 rec["at_kill"] = snap
                 if snap["dst_exists"]:
@@ -421,15 +443,22 @@ class Campaign:
                         rec["dst_at_kill_sha256"] = d
                         rec["dst_at_kill_size"] = n
         if not delivered:
-            try:
-                p.wait(max(1, timeout - (now() - t0)))
-            except subprocess.TimeoutExpired:
+            # Watch for the moment every byte is in the receiver's part file (or the final name
+            # appeared): calibration derives the verification tail from it.
+            part, dstp = self.paths(direction)["part"], self.paths(direction)["dst"]
+            while p.poll() is None and now() - t0 < timeout:
+                if "data_complete_at_s" not in rec:
+                    fi = file_info(part)
+                    if (fi and fi["alloc"] >= self.a.size) or os.path.exists(dstp):
+                        rec["data_complete_at_s"] = round(now() - t0, 3)
+                time.sleep(0.005)
+            if p.poll() is None:
                 rec["timed_out"] = True
                 self.log(f"  !! {tag} still running after {timeout} s; killing it")
                 p.send_signal(signal.SIGKILL)
-                p.wait()
+            p.wait()
         rec["rc"] = p.returncode
-        rec["duration_s"] = round(now() - t0, 3)
+        rec["duration_s"] = rec.get("exit_at_s", round(now() - t0, 3))
         rec["stderr_tail"] = tail(errp, 1500).strip()
         rec["client_log"] = os.path.basename(errp)
         if p.returncode == 0:
@@ -447,7 +476,7 @@ class Campaign:
     def calibrate(self):
         self.cal = {}
         for direction in ("download", "upload"):
-            ds = []
+            ds, tails = [], []
             for k in range(self.a.calibration_runs):
                 self.clean(direction)
                 r = self.run(direction, f"cal-{direction}-{k}")
@@ -455,14 +484,16 @@ class Campaign:
                     raise RuntimeError(f"calibration {direction} failed: rc {r['rc']}: {r['stderr_tail']}")
                 d, n = sha256_file(self.paths(direction)["dst"])
                 ok = d == self.src_sha and n == self.a.size
-                self.log(f"calibration {direction} {k}: {r['duration_s']:.1f} s wall, haul says {r['json']['duration_s']:.1f} s, "
+                self.log(f"calibration {direction} {k}: {r['duration_s']:.1f} s wall (every byte at the receiver at {r.get('data_complete_at_s')} s), haul says {r['json']['duration_s']:.1f} s, "
                          f"{r['json']['bytes']} B, verified_files {r['json']['verified_files']}, sha256 {'ok' if ok else 'MISMATCH'}")
                 if not ok:
                     raise RuntimeError(f"calibration {direction}: destination differs from the source")
                 ds.append(r["duration_s"])
+                tails.append(r["duration_s"] - r.get("data_complete_at_s", r["duration_s"]))
                 self.clean(direction)
             # The median: a run slowed by a neighbour's burst should not stretch the kill window.
-            self.cal[direction] = {"runs_s": ds, "mean_s": sorted(ds)[len(ds) // 2]}
+            self.cal[direction] = {"runs_s": ds, "mean_s": sorted(ds)[len(ds) // 2],
+                                   "tails_s": [round(t, 3) for t in tails], "tail_s": sorted(tails)[len(tails) // 2]}
         return self.cal
 
     # ------------------------------------------------------------ one iteration
@@ -480,7 +511,12 @@ class Campaign:
         self.clean(direction)
         T = self.cal[direction]["mean_s"]
         kinds = [self.next_kind(direction)]
-        delays = [self.rng.uniform(a.kill_lo, a.kill_hi) * T]
+        if a.kill_phase == "tail":
+            # Within the calibrated tail (verification and rename) with a 20% margin, or --tail-window.
+            w = a.tail_window if a.tail_window else max(0.05, 1.2 * self.cal[direction]["tail_s"])
+            delays = [self.rng.uniform(0, w)]
+        else:
+            delays = [self.rng.uniform(a.kill_lo, a.kill_hi) * T]
         second = self.rng.random() < a.second_kill
         if second:
             kinds.append(self.rng.choice(["client", "server", "both"]))
@@ -500,7 +536,7 @@ class Campaign:
                     missing = 1 - held / a.size
                     d = second_u * T * max(missing, 0.25)
                     delays[k] = d
-                kill = (kinds[k], d)
+                kill = (kinds[k], d, "data-complete" if k == 0 and a.kill_phase == "tail" else "start")
             tag = f"i{i:03d}-{'first' if k == 0 else 'resume' + str(k)}"
             r = self.run(direction, tag, kill)
             rec["attempts"].append(r)
@@ -652,6 +688,11 @@ class Campaign:
             if not x["killed"] and x["rc"] != 0:
                 failed_rcs[str(x["rc"])] = failed_rcs.get(str(x["rc"]), 0) + 1
         resent = [r["final_resent"] for r in R if r.get("final_resent") is not None]
+        # Bytes the receiver had written at a kill that its journal did not name yet (the journal
+        # is saved once per sample interval; upload journals follow the server's 111 markers):
+        # the resume sends them again.
+        unjournaled = sorted(max(0, (x["at_kill"]["part_alloc"] or 0) - x["at_kill"]["journal_bytes"]) for x in kills)
+        busy = [x for x in att if not x["killed"] and x["rc"] != 0 and "another upload to this file is in progress" in x.get("stderr_tail", "")]
         return {
             "iterations": len(R),
             "downloads": sum(1 for r in R if r["direction"] == "download"),
@@ -668,6 +709,10 @@ class Campaign:
             "resumes": sum(r["resumes"] for r in R),
             "failed_resumes_without_kill": sum(r["failed_resumes"] for r in R),
             "failed_resume_exit_codes": failed_rcs,
+            "failed_resumes_450_upload_in_progress": len(busy),
+            "unjournaled_bytes_at_kill_median": unjournaled[len(unjournaled) // 2] if unjournaled else None,
+            "unjournaled_bytes_at_kill_max": unjournaled[-1] if unjournaled else None,
+            "unjournaled_bytes_at_kill_total": sum(unjournaled),
             "client_exit_codes_after_server_kill": rcs,
             "client_exit_after_server_kill_s_max": max(notice) if notice else None,
             "client_hangs_after_server_kill": sum(1 for x in kills if x.get("client_hung_after_server_kill")),
@@ -697,11 +742,12 @@ class Campaign:
             ("  download: client / server / both", "{client} / {server} / {both}".format(**s["kills_by_direction"]["download"])),
             ("  upload: client / server / both", "{client} / {server} / {both}".format(**s["kills_by_direction"]["upload"])),
             ("  iterations killed twice (first resume killed too)", s["iterations_with_2_kills"]),
-            ("  planned kills not delivered (transfer already done)", s["kills_missed_transfer_already_done"]),
+            ("  planned kills not delivered (the run had ended first)", s["kills_missed_transfer_already_done"]),
             ("  kills with data journaled / after the final name appeared", f"{s['kills_with_data_journaled']} / {s['kills_after_final_name_appeared']}"),
             ("  phase at kill: no part file / data / data complete / final name", "{no-part-file} / {data} / {data-complete} / {final-name}".format(**s["kills_by_phase"])),
             ("resumes (haul cp --resume runs after the first)", s["resumes"]),
-            ("  resumes that failed without a kill", f"{s['failed_resumes_without_kill']} {s['failed_resume_exit_codes'] or ''}"),
+            ("  resumes that failed without a kill (exit codes)", f"{s['failed_resumes_without_kill']} {s['failed_resume_exit_codes'] or ''}"),
+            ("    of which `450 another upload to this file is in progress`", s.get("failed_resumes_450_upload_in_progress")),
             ("client exit codes after a server-only kill", s["client_exit_codes_after_server_kill"]),
             ("  slowest client exit after a server-only kill", f"{s['client_exit_after_server_kill_s_max']} s"),
             ("client hangs / runs timed out", f"{s['client_hangs_after_server_kill']} / {s['runs_timed_out']}"),
@@ -711,17 +757,38 @@ class Campaign:
             ("wrong file under the final name at a kill", s["wrong_file_under_final_name_at_a_kill"]),
             ("files re-sent after a checksum mismatch (haul's own check)", s["retransferred_after_checksum_mismatch"]),
             ("restart files left after success", s["leftover_restart_files"]),
+            ("bytes written but not yet journaled at a kill: median / max", f"{(s.get('unjournaled_bytes_at_kill_median') or 0) / 2**20:,.0f} MiB / {(s.get('unjournaled_bytes_at_kill_max') or 0) / 2**20:,.0f} MiB"),
             ("final resume: bytes moved / beyond the journal's gaps", f"{G(s['final_run_bytes_moved_total'])} / {s['final_run_resent_bytes_total']:,} B (max {s['final_run_resent_bytes_max']})"),
             ("failures (any iteration not ok)", s["failures"]),
-            ("wall time of the iterations", f"{s['wall_s'] / 60:.1f} min"),
+            ("time in iterations (transfers and resumes, without hashing)", f"{s['wall_s'] / 60:.1f} min"),
+            ("campaign elapsed (calibration and SHA-256 included)", f"{meta.get('elapsed_s', 0) / 60:.1f} min"),
         ]
         w = max(len(r[0]) for r in rows)
-        out = [f"# Kill-point campaign {meta['started_utc']}", "",
+        mode = ("first kill of each iteration at a random point of the calibrated duration" if meta.get("kill_phase", "any") == "any"
+                else "first kill of each iteration within " + (f"{meta['tail_window_s']} s" if meta.get("tail_window_s") else "1.2 x the calibrated verification tail")
+                + " after the receiver held every byte")
+        out = [f"# Kill-point campaign {meta['started_utc']} ({mode})", "",
                f"haul {meta['haul_head']} (crates at {meta['haul_crates_commit']}), binary sha256 {meta['bin_sha256'][:16]}…, "
                f"{meta['size']:,} B source (sha256 {meta['source_sha256'][:16]}…), -p {meta['parallelism']}, seed {meta['seed']}", "",
                f"| {'what'.ljust(w)} | value |", f"|{'-' * (w + 2)}|-------|"]
         out += [f"| {k.ljust(w)} | {v} |" for k, v in rows]
         return "\n".join(out) + "\n"
+
+
+def summarize(d):
+    with open(os.path.join(d, "summary.json")) as f:
+        meta = json.load(f)["meta"]
+    c = Campaign.__new__(Campaign)
+    with open(os.path.join(d, "iterations.json")) as f:
+        c.records = json.load(f)
+    c.cal = meta["calibration"]
+    s = c.summary()
+    with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump({"meta": meta, "summary": s}, f, indent=1)
+    with open(os.path.join(d, "summary.md"), "w") as f:
+        f.write(c.table(meta, s))
+    print(c.table(meta, s))
+    return 0
 
 
 def main():
@@ -746,6 +813,12 @@ def main():
     ap.add_argument("--second-kill", type=float, default=0.3, help="probability that the first resume is killed too (default 0.3)")
     ap.add_argument("--kill-lo", type=float, default=0.02, help="kill delay, lowest fraction of the calibrated duration")
     ap.add_argument("--kill-hi", type=float, default=0.98, help="kill delay, highest fraction of the calibrated duration")
+    ap.add_argument("--kill-phase", choices=["any", "tail"], default="any",
+                    help="any: the first kill of an iteration lands at a random point of the calibrated duration (default); "
+                         "tail: at a random delay in [0, --tail-window] after the receiver holds every byte, i.e. during "
+                         "verification, the rename and the journal's removal (later kills stay time-based)")
+    ap.add_argument("--tail-window", type=float, default=None,
+                    help="seconds after data completion for --kill-phase tail (default: 1.2 x the calibrated time from data completion to exit)")
     ap.add_argument("--calibration-runs", type=int, default=3, help="uninterrupted runs per direction; the median sets the kill window")
     ap.add_argument("--max-failed-resumes", type=int, default=8)
     ap.add_argument("--run-timeout", type=float, default=900, help="seconds one haul cp may run before it counts as hung")
@@ -753,11 +826,15 @@ def main():
     ap.add_argument("--server-log", default="info", help="HAUL_LOG for haul serve (default info)")
     ap.add_argument("--client-log", default="", help="HAUL_LOG for haul cp (default: unset)")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at a mismatch")
+    ap.add_argument("--summarize", metavar="RESULTS_DIR", help="only rebuild summary.md/summary.json of a finished campaign from its iterations.json")
     a = ap.parse_args()
     a.max_iterations = a.max_iterations or 2 * a.iterations
+    if a.summarize:
+        return summarize(a.summarize)
 
     head = git(repo, "rev-parse", "--short", "HEAD") or "unknown"
     started = utc_stamp()
+    a.started = started
     if a.out is None:
         a.out = os.path.join(here, "results", f"killpoints-{started[:8]}-{head}")
     if not os.access(a.bin, os.X_OK):
@@ -777,7 +854,7 @@ def main():
         "haul_crates_commit": git(repo, "log", "-1", "--format=%H", "--", "crates", "Cargo.toml", "Cargo.lock"),
         "haul_dirty": bool(git(repo, "status", "--porcelain", "--", "crates", "Cargo.toml", "Cargo.lock")),
         "size": a.size, "seed": a.seed, "source_gen": a.source_gen, "parallelism": a.parallelism, "cp_args": a.cp_arg,
-        "second_kill": a.second_kill, "kill_window": [a.kill_lo, a.kill_hi],
+        "second_kill": a.second_kill, "kill_window": [a.kill_lo, a.kill_hi], "kill_phase": a.kill_phase, "tail_window_s": a.tail_window,
         "host": {"kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version(),
                  "loadavg_at_start": os.getloadavg()},
         "hash": "SHA-256 (Python hashlib) of the source and of every destination, computed outside haul",
