@@ -647,11 +647,12 @@ class Campaign:
             rows.append({
                 "iteration": r["iteration"], "direction": r["direction"], "result": r["result"],
                 "kills_delivered": r["kills_delivered"],
-                "kill_kinds": "+".join(x["kill_order"] if x["killed"] == "both" else x["killed"] for x in kills),
-                "kill_at_s": "+".join(f"{x['kill_at_s']:.2f}" for x in kills),
-                "kill_journal_bytes": "+".join(str(x["at_kill"]["journal_bytes"]) for x in kills),
-                "kill_part_alloc": "+".join(str(x["at_kill"]["part_alloc"]) for x in kills),
-                "kill_phase": "+".join(x["at_kill"]["phase"] for x in kills),
+                # One entry per kill, separated by ';'. "both:server+client" names the order.
+                "kill_kinds": ";".join(f"both:{x['kill_order']}" if x["killed"] == "both" else x["killed"] for x in kills),
+                "kill_at_s": ";".join(f"{x['kill_at_s']:.2f}" for x in kills),
+                "kill_journal_bytes": ";".join(str(x["at_kill"]["journal_bytes"]) for x in kills),
+                "kill_part_alloc": ";".join(str(x["at_kill"]["part_alloc"]) for x in kills),
+                "kill_phase": ";".join(x["at_kill"]["phase"] for x in kills),
                 "kills_missed": r["kills_missed"], "resumes": r["resumes"], "failed_resumes": r["failed_resumes"],
                 "final_held_before": r.get("final_held_before"), "final_bytes_moved": r.get("final_bytes_moved"),
                 "final_resent": r.get("final_resent"), "retransferred_files": r.get("retransferred_files"),
@@ -782,11 +783,8 @@ def summarize(d):
     with open(os.path.join(d, "iterations.json")) as f:
         c.records = json.load(f)
     c.cal = meta["calibration"]
-    s = c.summary()
-    with open(os.path.join(d, "summary.json"), "w") as f:
-        json.dump({"meta": meta, "summary": s}, f, indent=1)
-    with open(os.path.join(d, "summary.md"), "w") as f:
-        f.write(c.table(meta, s))
+    c.out = d
+    s = c.write(meta)
     print(c.table(meta, s))
     return 0
 
@@ -826,7 +824,7 @@ def main():
     ap.add_argument("--server-log", default="info", help="HAUL_LOG for haul serve (default info)")
     ap.add_argument("--client-log", default="", help="HAUL_LOG for haul cp (default: unset)")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at a mismatch")
-    ap.add_argument("--summarize", metavar="RESULTS_DIR", help="only rebuild summary.md/summary.json of a finished campaign from its iterations.json")
+    ap.add_argument("--summarize", metavar="RESULTS_DIR", help="only rebuild iterations.csv, summary.md and summary.json of a finished campaign from its iterations.json")
     a = ap.parse_args()
     a.max_iterations = a.max_iterations or 2 * a.iterations
     if a.summarize:
