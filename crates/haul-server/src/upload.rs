@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
@@ -38,14 +39,25 @@ impl Drop for Writing<'_> {
     }
 }
 
-/// Takes the file's place in the registry; None if another upload holds it.
+/// How long an upload waits for another upload of the same file to let go before `450`: a
+/// client killed mid-upload and resuming at once finds its old session still winding down (the
+/// server notices the departure within a watch tick, longer on a loaded host).
+const WRITER_WAIT: Duration = Duration::from_secs(3);
+
+/// Takes the file's place in the registry, waiting up to [`WRITER_WAIT`] for another upload of
+/// it to end; None if it still holds the place.
 fn start_writing<'a>(writers: &'a Writers, parent: &Parent) -> io::Result<Option<Writing<'a>>> {
     let key = parent.key()?;
-    let mut w = writers.lock().unwrap_or_else(|p| p.into_inner());
-    if !w.insert(key.clone()) {
-        return Ok(None);
+    let deadline = Instant::now() + WRITER_WAIT;
+    loop {
+        if writers.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone()) {
+            return Ok(Some(Writing { writers, key }));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
-    Ok(Some(Writing { writers, key }))
 }
 
 /// Takes an exclusive `flock` on `file` without waiting; false if another process holds it.

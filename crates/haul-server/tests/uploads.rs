@@ -120,3 +120,30 @@ fn a_full_disk_is_reported_and_the_part_file_removed() {
     assert!(!root.join(".t.haul-part").exists(), "the part file is removed");
     assert_eq!(c.cmd("NOOP").code, 200, "the session goes on");
 }
+
+#[test]
+fn an_upload_resumed_right_after_its_client_was_killed_goes_ahead() {
+    let root = tempfile::tempdir().unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut a = Ctl::anon(srv.addr());
+    a.cmd("MODE E");
+    let addr = a.pasv();
+    a.send("STOR t");
+    assert_eq!(a.reply().code, 150);
+    let mut d = std::net::TcpStream::connect(addr).unwrap();
+    d.write_all(&Header::data(0, 1000).encode()).unwrap();
+    d.write_all(&[7u8; 500]).unwrap();
+    // The client is gone (its data connection stalled, as across a network that lost it), and
+    // the retry comes at once, before the server's watch has noticed.
+    drop(a);
+    let mut b = Ctl::anon(srv.addr());
+    b.cmd("MODE E");
+    let addr = b.pasv();
+    b.send("STOR t");
+    let r = b.reply();
+    assert_eq!(r.code, 150, "{r}");
+    drop(d);
+    send_bytes(connect_n(addr, 1), b"second try".to_vec(), 4096).join().unwrap().unwrap();
+    assert_eq!(b.finish().1.code, 226);
+    assert_eq!(fs::read(root.path().join("t")).unwrap(), b"second try");
+}
