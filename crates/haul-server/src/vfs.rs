@@ -232,21 +232,31 @@ impl Root {
     }
 
     /// The entries of directory `virt`, sorted by name, each with the metadata of what it leads
-    /// to inside the root; a symlink that leaves the root is described as itself.
+    /// to inside the root; a symlink that leaves the root is described as itself. Entries that
+    /// vanish while the directory is read (an upload's part file renamed into place, a file
+    /// deleted) are left out, and so are upload part files, which are the server's own.
     pub fn read_dir(&self, virt: &str) -> io::Result<Vec<Entry>> {
         let dir = self.open(virt, libc::O_RDONLY | libc::O_DIRECTORY)?;
         let mut out = Vec::new();
         for name in names(&dir)? {
+            let text = name.to_string_lossy().into_owned();
+            if is_part_name(&text) {
+                continue;
+            }
             let c = cstr(name.as_bytes())?;
             let meta = match open_beneath(dir.as_raw_fd(), &c, libc::O_PATH, 0) {
-                Ok(fd) => meta_of(fd)?,
-                Err(_) => match self.open(&format!("{}/{}", virt.trim_end_matches('/'), name.to_string_lossy()), libc::O_PATH) {
+                Ok(fd) => meta_of(fd),
+                Err(_) => match self.open(&format!("{}/{text}", virt.trim_end_matches('/')), libc::O_PATH) {
                     // A relative link to elsewhere inside the root.
-                    Ok(fd) => meta_of(fd)?,
-                    Err(_) => meta_of(openat(dir.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0)?)?,
+                    Ok(fd) => meta_of(fd),
+                    Err(_) => openat(dir.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0).and_then(meta_of),
                 },
             };
-            out.push(Entry { name: name.to_string_lossy().into_owned(), meta });
+            match meta {
+                Ok(meta) => out.push(Entry { name: text, meta }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -453,5 +463,34 @@ mod tests {
         assert!(r.parent("/g").unwrap().open_write(false).is_err());
         assert!(!victim.exists());
         assert!(is_part_name(".f.haul-part") && !is_part_name(".haul-part") && !is_part_name("f.haul-part"));
+    }
+
+    #[test]
+    fn a_listing_survives_entries_that_come_and_go() {
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().to_path_buf();
+        std::fs::write(dir.join(".up.haul-part"), b"in progress").unwrap();
+        std::fs::write(dir.join("stays"), b"s").unwrap();
+        let r = Root::new(&dir).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let p = dir.join(format!("f{}", i % 64));
+                    let _ = std::fs::write(&p, b"x");
+                    let _ = std::fs::remove_file(&p);
+                    i += 1;
+                }
+            })
+        };
+        for _ in 0..3000 {
+            let names: Vec<String> = r.read_dir("/").expect("a listing of a busy directory").into_iter().map(|e| e.name).collect();
+            assert!(names.contains(&"stays".to_string()));
+            assert!(!names.iter().any(|n| n.ends_with(".haul-part")), "part files are not listed: {names:?}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        churn.join().unwrap();
     }
 }
