@@ -1151,10 +1151,10 @@ def main():
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    with open(os.path.join(out, "honest.jsonl"), "w") as f:
+    with gzip.open(os.path.join(out, "honest.jsonl.gz"), "wt") as f:
         for r in sorted(honest_recs, key=lambda r: (r["client"], r["step"])):
             f.write(json.dumps(r) + "\n")
-    with open(os.path.join(out, "hostile.jsonl"), "w") as f:
+    with gzip.open(os.path.join(out, "hostile.jsonl.gz"), "wt") as f:
         for r in sorted(hostile_recs, key=lambda r: (r["client"], r["attempt"])):
             f.write(json.dumps(r) + "\n")
     with open(os.path.join(out, "server-samples.csv"), "w", newline="") as f:
