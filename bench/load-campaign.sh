@@ -7,7 +7,8 @@
 #
 # Usage: bench/load-campaign.sh [HAUL_BIN] [load-campaign.py flags...]
 #   HAUL_BIN: the haul binary (default: $HAUL_BIN, else target/release/haul of this repo).
-#   Takes 3-6 minutes on 2 cores; needs ~2 GB in /var/tmp and `ulimit -n` of at least 8192.
+#   Takes about 6 minutes (the hostile clients run at least 330 s, so the 300 s idle timeout
+#   fires); needs ~3 GB in /var/tmp and `ulimit -n` of at least 8192.
 #   Exit status 0 only if every honest transfer completed and verified and the server survived.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
