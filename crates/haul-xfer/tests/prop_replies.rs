@@ -1,6 +1,6 @@
 //! Property tests of what the client reads from a server's replies: the FEAT reply, a CKSM
-//! digest and MLST fact lines. Hostile text never panics them, and what a server writes comes
-//! back exactly.
+//! digest and MLST fact lines; and of the CKSM algorithm name a server reads. Hostile text never
+//! panics them, and what the other end writes comes back exactly.
 
 use haul_proto::Reply;
 use haul_xfer::checksum::{parse_cksm_reply, Algorithm};
@@ -75,6 +75,19 @@ proptest! {
     fn mlst_never_panics_and_dirs_have_no_size(line in prop_oneof![".*", " ?([A-Za-z.]{1,8}=[^; ]{0,10};){0,5} ?.{0,10}"]) {
         if let Some((true, size)) = parse_mlst(&line) {
             prop_assert_eq!(size, 0);
+        }
+    }
+
+    /// An algorithm name a client sends parses to the algorithm, in any case; nothing else does.
+    #[test]
+    fn algorithm_names(s in prop_oneof!["(?i)(md5|adler-?32|crc-?32c|xxh3|xxh128|xxh3-128)", ".{0,12}"]) {
+        match s.parse::<Algorithm>() {
+            Ok(a) => {
+                prop_assert_eq!(a.name().parse::<Algorithm>().ok(), Some(a));
+                let known = ["MD5", "ADLER32", "ADLER-32", "CRC32C", "CRC-32C", "XXH128", "XXH3", "XXH3-128"];
+                prop_assert!(known.contains(&s.to_ascii_uppercase().as_str()), "{:?}", s);
+            }
+            Err(e) => prop_assert!(e.to_string().contains("unknown checksum algorithm")),
         }
     }
 }
