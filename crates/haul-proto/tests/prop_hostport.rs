@@ -49,3 +49,15 @@ proptest! {
         let _ = haul_proto::hostport::find_epsv_port(&s);
     }
 }
+
+proptest! {
+    /// The port of an EPSV reply comes back from the text the server writes, and from any
+    /// delimiter RFC 2428 allows in place of `|`.
+    #[test]
+    fn finds_epsv_port(port: u16, d in "[!-~]", (prefix, suffix) in around()) {
+        prop_assume!(!d.chars().any(|c| c.is_ascii_digit() || c == '(' || c == ')'));
+        prop_assume!(!prefix.contains('('));
+        let text = format!("{prefix}Entering Extended Passive Mode ({d}{d}{d}{port}{d}){suffix}");
+        prop_assert_eq!(haul_proto::hostport::find_epsv_port(&text), Some(port), "in {:?}", text);
+    }
+}

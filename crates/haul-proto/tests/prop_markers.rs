@@ -1,6 +1,8 @@
-//! Property tests of restart-marker range sets against a naive bitmap model.
+//! Property tests of restart-marker range sets against a naive bitmap model, and of the 111 / 112
+//! marker replies a client reads.
 
-use haul_proto::RangeSet;
+use haul_proto::markers::parse_range_marker;
+use haul_proto::{PerfMarker, RangeSet};
 use proptest::prelude::*;
 
 /// Bit space of the model; ranges are drawn inside it.
@@ -91,6 +93,55 @@ proptest! {
     fn parse_never_panics(s in prop_oneof!["[0-9, -]{0,40}", "[0-9]{18,25}-[0-9]{18,25}", ".*"]) {
         if let Ok(set) = RangeSet::parse(&s) {
             prop_assert_eq!(RangeSet::parse(&set.to_string()), Ok(set));
+        }
+    }
+}
+
+/// Lines of a `112` reply: the fields in any order, among other lines, with hostile values.
+fn perf_lines() -> impl Strategy<Value = Vec<String>> {
+    let value = prop_oneof![
+        any::<u64>().prop_map(|v| v.to_string()),
+        any::<f64>().prop_map(|v| v.to_string()),
+        "[-+]?[0-9.eE]{0,30}",
+        "(NaN|inf|-inf|infinity)",
+        ".*",
+    ];
+    let field = prop::sample::select(vec!["Timestamp", "Stripe Index", "Stripe Bytes Transferred", "Total Stripe Count", "timestamp"]);
+    let line = prop_oneof![
+        (field, " {0,3}", value).prop_map(|(f, sp, v)| format!(" {f}:{sp}{v}")),
+        ".*",
+        Just("Perf Marker".to_string()),
+    ];
+    prop::collection::vec(line, 0..8)
+}
+
+proptest! {
+    /// A marker haul writes parses back to itself (the timestamp to its printed 0.1 s).
+    #[test]
+    fn perf_marker_round_trip(timestamp in 0.0f64..4e9, stripe_index: u32, stripe_bytes: u64, total_stripes: u32) {
+        let m = PerfMarker { timestamp, stripe_index, stripe_bytes, total_stripes };
+        let back = PerfMarker::from_lines(&m.to_lines()).expect("a written marker parses");
+        prop_assert_eq!((back.stripe_index, back.stripe_bytes, back.total_stripes), (stripe_index, stripe_bytes, total_stripes));
+        prop_assert!((back.timestamp - timestamp).abs() <= 0.05 + 1e-6, "{} read as {}", timestamp, back.timestamp);
+    }
+
+    /// Whatever a server sends as a `112`, a marker read from it prints to lines that read back
+    /// to the same marker (NaN and infinite timestamps included).
+    #[test]
+    fn perf_marker_from_hostile_lines(lines in perf_lines()) {
+        if let Some(m) = PerfMarker::from_lines(&lines) {
+            let again = PerfMarker::from_lines(&m.to_lines()).expect("a printed marker parses");
+            prop_assert_eq!(again.to_lines(), m.to_lines());
+        }
+    }
+
+    /// `111 Range Marker` carries a range list: the text after the words parses exactly as REST's.
+    #[test]
+    fn range_marker_is_a_range_list(s in prop_oneof!["[0-9, -]{0,40}", ".*"], pad in " {0,2}") {
+        let text = format!("{pad}Range Marker {s}");
+        prop_assert_eq!(parse_range_marker(&text), RangeSet::parse(&s).ok());
+        if !s.trim().starts_with("Range Marker") {
+            prop_assert_eq!(parse_range_marker(&s), None);
         }
     }
 }

@@ -250,7 +250,8 @@ impl<'a> Session<'a> {
                     continue;
                 }
             };
-            let shown = if line.len() >= 5 && line[..5].eq_ignore_ascii_case("PASS ") { "PASS ****" } else { &line };
+            // Bytes, not `&line[..5]`: byte 5 may fall inside a character.
+            let shown = if line.as_bytes().get(..5).is_some_and(|p| p.eq_ignore_ascii_case(b"PASS ")) { "PASS ****" } else { &line };
             tracing::debug!(command = shown, "control command");
             let flow = match Command::parse(&line) {
                 Ok(cmd) => self.dispatch(cmd)?,

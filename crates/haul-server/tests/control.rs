@@ -159,6 +159,20 @@ fn malformed_commands_get_500_501_and_session_goes_on() {
     assert_eq!(c.cmd("NOOP").code, 200, "session still works");
 }
 
+/// Found by the `server_session` fuzz target: a line whose fifth byte falls inside a character
+/// killed the session thread (the log's PASS masking sliced the line at byte 5), before login.
+#[test]
+fn a_character_across_byte_five_is_an_ordinary_line() {
+    let root = tempfile::tempdir().unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::connect(srv.addr());
+    assert_eq!(c.cmd("STOR\u{7da}.bin").code, 500, "before login");
+    assert_eq!(c.cmd("PASS\u{e9}").code, 500);
+    c.login("anonymous", "\u{e9}t\u{e9}@");
+    assert_eq!(c.cmd("RETR\u{e9}").code, 500, "after login");
+    assert_eq!(c.cmd("NOOP").code, 200, "session still works");
+}
+
 #[test]
 fn too_long_line_closes_session() {
     let root = tempfile::tempdir().unwrap();

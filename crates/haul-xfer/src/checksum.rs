@@ -65,6 +65,12 @@ impl FromStr for Algorithm {
     }
 }
 
+/// The digest of a `213` reply to CKSM as the client compares it: the reply's last line,
+/// trimmed and lower-cased (Globus and haul send the hex digest as the only line).
+pub fn parse_cksm_reply(r: &haul_proto::Reply) -> Option<String> {
+    r.lines.last().map(|l| l.trim().to_ascii_lowercase())
+}
+
 /// An incremental hasher for one algorithm.
 pub enum Hasher {
     /// MD5 state.

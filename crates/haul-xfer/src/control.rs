@@ -27,7 +27,8 @@ pub struct Features {
 }
 
 impl Features {
-    fn parse(r: &Reply) -> Features {
+    /// Reads a `211` FEAT reply: one feature per line, the CKSM line listing algorithms.
+    pub fn parse(r: &Reply) -> Features {
         let mut f = Features::default();
         for l in &r.lines {
             let l = l.trim();

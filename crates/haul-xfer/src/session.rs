@@ -7,14 +7,14 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use haul_proto::command::{Restart, TransferMode};
-use haul_proto::{Command, RangeSet, Reply};
+use haul_proto::{Command, RangeSet};
 use haul_transport::io::{Sink, Source};
 use haul_transport::mode_e::{self, Progress};
 use haul_transport::{socket, Conn};
 
 use std::path::Path;
 
-use crate::checksum::Algorithm;
+use crate::checksum::{parse_cksm_reply, Algorithm};
 use crate::control::Control;
 use crate::error::XferError;
 use crate::tls::ClientTls;
@@ -145,10 +145,6 @@ fn cksm_of(alg: Algorithm, path: &str) -> Command {
     }
 }
 
-fn parse_cksm(r: &Reply) -> Option<String> {
-    r.lines.last().map(|l| l.trim().to_ascii_lowercase())
-}
-
 impl Session {
     /// Connects and logs in; data connections after `PASV` go where `pasv` says.
     pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>, pasv: PasvAddress) -> Result<Session, XferError> {
@@ -214,7 +210,7 @@ impl Session {
         self.usable()?;
         let cmd = cksm_of(alg, path);
         let r = self.ctl.expect(&cmd, 213)?;
-        parse_cksm(&r).ok_or_else(|| XferError::Protocol {
+        parse_cksm_reply(&r).ok_or_else(|| XferError::Protocol {
             host: self.ctl.name.clone(),
             reply: r.to_string(),
         })
@@ -458,7 +454,7 @@ impl Session {
                         &r,
                     ));
                 }
-                res.server_cksm = parse_cksm(&r);
+                res.server_cksm = parse_cksm_reply(&r);
                 let joined = ready
                     .or(mine)
                     .ok_or_else(|| XferError::Usage("no local checksum was computed".into()))?;
@@ -620,7 +616,7 @@ impl Session {
                 &r,
             ));
         }
-        Ok(parse_cksm(&r))
+        Ok(parse_cksm_reply(&r))
     }
 
     /// Ends the session politely (or, after [`Session::get_many`] left early, just closes it).

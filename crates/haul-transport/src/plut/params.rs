@@ -46,9 +46,10 @@ pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
     }
 }
 
-/// Parses a session id (16 hex digits at most).
+/// Parses a session id (1 to 16 hex digits, nothing else: `from_str_radix` alone would also
+/// take a leading `+`).
 pub fn parse_session(s: &str) -> Result<u64, String> {
-    if s.is_empty() || s.len() > 16 {
+    if s.is_empty() || s.len() > 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("PLUT session id {s:?}: expected 1 to 16 hex digits"));
     }
     u64::from_str_radix(s, 16).map_err(|_| format!("PLUT session id {s:?}: expected hex digits"))
@@ -69,5 +70,7 @@ mod tests {
         assert_eq!(parse_session("00ff"), Ok(255));
         assert!(parse_session("xyz").is_err());
         assert!(parse_session("11112222333344445").is_err());
+        // Found by the `options` fuzz target: a sign is not a hex digit.
+        assert!(parse_session("+A").is_err());
     }
 }

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use haul_proto::{hostport, Command};
 use haul_transport::plut::{self, params, Tuning};
 
-use super::{cksm_of, parse_cksm, retr_of, GetItem, ItemResult, PutItem, Session};
+use super::{cksm_of, retr_of, GetItem, ItemResult, PutItem, Session};
 use crate::error::XferError;
 
 /// File data each PLUT end buffers, bytes.
@@ -93,7 +93,7 @@ impl Session {
                 if r.code != 213 {
                     return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
                 }
-                res.server_cksm = parse_cksm(&r);
+                res.server_cksm = crate::checksum::parse_cksm_reply(&r);
                 res.local_cksm = Some(mine.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
             }
             results.push(res);
