@@ -348,14 +348,22 @@ fn recv_one(
     state: &Mutex<RecvState>,
     cv: Option<&Condvar>,
 ) -> io::Result<Option<Conn>> {
+    // The buffer is taken only once the first header has arrived: a connection that never
+    // sends costs its reader thread, not a block of memory.
+    let mut conn = conn;
+    let Some(first) = read_header(conn.as_mut())? else {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed before its EOD"));
+    };
     // No larger than the file: a pipelined small file should not cost a megabyte of zeroing.
     let cap = max_len.map_or(block as u64, |l| l.min(block as u64)) as usize;
-    with_buffer(cap.clamp(4096, 4 << 20), |buf| recv_blocks(conn, sink, progress, max_len, buf, state, cv))
+    with_buffer(cap.clamp(4096, 4 << 20), |buf| recv_blocks(conn, Some(first), sink, progress, max_len, buf, state, cv))
 }
 
 /// The loop of [`recv_one`], reading blocks through `buf`.
+#[allow(clippy::too_many_arguments)]
 fn recv_blocks(
     mut conn: Conn,
+    mut first: Option<[u8; HEADER_LEN]>,
     sink: &dyn Sink,
     progress: &Progress,
     max_len: Option<u64>,
@@ -367,7 +375,7 @@ fn recv_blocks(
         if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
             return Ok(None);
         }
-        let Some(raw) = read_header(conn.as_mut())? else {
+        let Some(raw) = first.take().map_or_else(|| read_header(conn.as_mut()), |h| Ok(Some(h)))? else {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed before its EOD"));
         };
         let h = Header::decode(&raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
