@@ -177,8 +177,11 @@ impl Dial {
     /// Prepares a new connection: timeouts, TLS, and the token (sent on connections this side
     /// opened, checked on those it accepted).
     fn wrap(&self, tcp: TcpStream, cut: &Cut, opened: bool) -> io::Result<Conn> {
-        tcp.set_read_timeout(Some(self.timeout))?;
-        tcp.set_write_timeout(Some(self.timeout))?;
+        // A little longer than the watch's stall limit, so that the watch, which says why,
+        // ends a stalled phase before a socket timeout does.
+        let timeout = self.timeout + 5 * TICK;
+        tcp.set_read_timeout(Some(timeout))?;
+        tcp.set_write_timeout(Some(timeout))?;
         // Held from the start, so the watcher can cut a handshake that stalls; shut at once if
         // the connection is refused, since the cut's handle would keep it open.
         let raw = tcp.try_clone()?;
@@ -190,7 +193,7 @@ impl Dial {
             };
             match (&self.token, opened) {
                 (Some(t), true) => t.present(&mut conn)?,
-                (Some(t), false) => t.check(&mut conn, self.timeout)?,
+                (Some(t), false) => t.check(&mut conn, timeout)?,
                 (None, _) => {}
             }
             Ok(conn)

@@ -93,6 +93,8 @@ pub struct Session<'a> {
     pub(crate) known_digest: Option<KnownDigest>,
     /// The client's address.
     peer: IpAddr,
+    /// When the client must be logged in by.
+    login_by: Instant,
     /// The data-connection token, once the client asked for one (`DTOK`).
     pub(crate) data_token: Option<haul_transport::token::DataToken>,
     /// A named user's place among its sessions, held while logged in.
@@ -212,6 +214,7 @@ impl<'a> Session<'a> {
             plut: Default::default(),
             known_digest: None,
             peer,
+            login_by: Instant::now() + shared.cfg.login_timeout,
             data_token: None,
             user_slot: None,
         })
@@ -222,7 +225,7 @@ impl<'a> Session<'a> {
     pub fn run(mut self) -> io::Result<Control> {
         self.ctl.reply(220, format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")))?;
         let cfg = &self.shared.cfg;
-        let login_by = Instant::now() + cfg.login_timeout;
+        let login_by = self.login_by;
         loop {
             let idle_by = Instant::now() + cfg.idle_timeout;
             let deadline = if self.access.is_none() { idle_by.min(login_by) } else { idle_by };
@@ -450,7 +453,8 @@ impl<'a> Session<'a> {
         };
         tracing::warn!(user = %name, peer = %self.peer, failures = self.failures, recent, "login failed");
         self.ctl.flush()?;
-        std::thread::sleep(backoff(recent));
+        // Never past the login deadline, which then closes the session.
+        std::thread::sleep(backoff(recent).min(self.login_by.saturating_duration_since(Instant::now())));
         self.ctl.reply(530, "Login incorrect.")?;
         if self.failures >= MAX_LOGIN_FAILURES {
             self.ctl.reply(421, "Too many failed logins; closing control connection.")?;
