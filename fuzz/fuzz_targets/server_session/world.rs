@@ -85,6 +85,18 @@ fn block_sigalrm() {
     }
 }
 
+/// Where the trees live: tmpfs (`/dev/shm`) where there is one, since every input rebuilds the
+/// root and, on ext4, inode creation and deletion then take most of the run's time; else the
+/// temp directory.
+fn scratch() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// Fills the served root: files, directories, and symlinks that lead out of it.
 fn populate(root: &Path, base: &Path) -> io::Result<()> {
     std::fs::write(root.join("a.txt"), b"hello from the served root\n")?;
@@ -158,7 +170,7 @@ impl World {
         }
         // SAFETY: setting a signal disposition; writes to closed sockets then fail with EPIPE.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        let base = std::env::temp_dir().join(format!("haul-fuzz-session-{}", std::process::id()));
+        let base = scratch().join(format!("haul-fuzz-session-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
         std::fs::create_dir_all(base.join("outside/d")).expect("create outside tree");
@@ -181,7 +193,7 @@ impl World {
         // Every wait short, so an input costs milliseconds; the harness always sends a whole
         // session at once, so these never cut a session it is still feeding.
         cfg.login_timeout = Duration::from_secs(5);
-        cfg.idle_timeout = Duration::from_secs(1);
+        cfg.idle_timeout = Duration::from_millis(250);
         cfg.data_timeout = Duration::from_millis(100);
         cfg.marker_interval = Duration::from_millis(10);
         cfg.max_parallelism = 4;
