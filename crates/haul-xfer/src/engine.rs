@@ -17,6 +17,7 @@ use haul_transport::mode_e::Progress;
 
 use crate::checksum::Algorithm;
 use crate::error::XferError;
+use crate::ledger::Ledger;
 use crate::plan::Job;
 use crate::schedule::{Batch, ClusterInfo, Clustering, Queues};
 use crate::session::PasvAddress;
@@ -159,6 +160,8 @@ struct Shared {
     alg: Mutex<Option<Algorithm>>,
     stop: AtomicBool,
     error: Mutex<Option<XferError>>,
+    /// Every file planned and which arrived: success only when it balances.
+    ledger: Mutex<Ledger>,
     /// Files in flight: live counters and, for downloads, the ranges journal to keep current.
     inflight: Mutex<Inflight>,
     next_id: AtomicU64,
@@ -213,6 +216,9 @@ impl Transfer {
     /// Starts moving `jobs` along `route`.
     pub fn start(route: Route, jobs: Vec<Job>, opts: Options) -> Transfer {
         let piece = piece_size(&route, &opts, &jobs);
+        #[cfg(feature = "failpoints")]
+        failpoints_from_env();
+        let ledger = Ledger::new(jobs.iter().map(|j| j.dst.as_str()));
         let pieces = piece
             .map(|n| jobs.iter().map(|j| (j.dst.clone(), crate::plan::piece_count(j.size, n) as usize)).filter(|(_, k)| *k > 0).collect())
             .unwrap_or_default();
@@ -234,6 +240,7 @@ impl Transfer {
             alg: Mutex::new(None),
             stop: AtomicBool::new(false),
             error: Mutex::new(None),
+            ledger: Mutex::new(ledger),
             inflight: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             pieces: Mutex::new(pieces),
@@ -294,7 +301,7 @@ impl Transfer {
 
     /// Waits for the end.
     pub fn wait(self) -> Result<Summary, XferError> {
-        self.handle.join().unwrap_or_else(|_| Err(XferError::Usage("transfer engine panicked".into())))
+        self.handle.join().unwrap_or_else(|p| Err(XferError::Internal(format!("the transfer engine panicked: {}", panic_message(&*p)))))
     }
 }
 
@@ -322,8 +329,8 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         }
         for (i, slot) in slots.iter_mut().enumerate() {
             if slot.as_ref().is_some_and(|h| h.is_finished()) {
-                if let Some(h) = slot.take() {
-                    let _ = h.join();
+                if let Some(Err(panic)) = slot.take().map(JoinHandle::join) {
+                    fail(&shared, XferError::Internal(format!("session {i} panicked: {}", panic_message(&*panic))));
                 }
             }
             if slot.is_none() && i < target && pending && !shared.stop.load(Ordering::Relaxed) {
@@ -365,9 +372,21 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         samples.push(s);
     }
     save_journals(&shared);
-    if let Some(e) = shared.error.lock().ok().and_then(|mut e| e.take()) {
-        return Err(e);
+    let error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let ledger = shared.ledger.lock().unwrap_or_else(|p| p.into_inner());
+    match error {
+        // A failure of the engine itself says which files it cost; any other failure already
+        // names its file, host or cause.
+        Some(XferError::Internal(cause)) => {
+            return Err(XferError::NotMoved { planned: ledger.planned(), missing: ledger.missing(), cause: Some(cause) })
+        }
+        Some(e) => return Err(e),
+        None if !ledger.balances() => {
+            return Err(XferError::NotMoved { planned: ledger.planned(), missing: ledger.missing(), cause: None })
+        }
+        None => {}
     }
+    drop(ledger);
     let clusters = shared.queue.lock().map(|q| q.clusters().to_vec()).unwrap_or_default();
     Ok(Summary {
         clusters,
@@ -382,9 +401,35 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     })
 }
 
-/// True while files wait in the queue.
+/// True while files wait in the queue. A poisoned queue (a session panicked while holding it)
+/// ends the transfer: its files are then counted as not moved.
 fn queued(shared: &Shared) -> bool {
-    shared.queue.lock().map(|q| !q.is_empty()).unwrap_or(false)
+    match shared.queue.lock() {
+        Ok(q) => !q.is_empty(),
+        Err(_) => {
+            fail(shared, XferError::Internal("a session panicked while holding the file queue".into()));
+            false
+        }
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<&str>().copied().or_else(|| p.downcast_ref::<String>().map(String::as_str)).unwrap_or("no message")
+}
+
+/// Arms the fail points named in `FAILPOINTS` (`name=actions;…`, the `fail` crate's syntax),
+/// once per process. Built only with the `failpoints` feature, which the tests turn on.
+#[cfg(feature = "failpoints")]
+fn failpoints_from_env() {
+    static ARMED: std::sync::Once = std::sync::Once::new();
+    ARMED.call_once(|| {
+        for (name, actions) in std::env::var("FAILPOINTS").unwrap_or_default().split(';').filter_map(|kv| kv.split_once('=')) {
+            if let Err(e) = fail::cfg(name.trim(), actions.trim()) {
+                tracing::warn!(name, error = %e, "fail point not armed");
+            }
+        }
+    });
 }
 
 /// Finished plus in-flight bytes. Both are read under the in-flight lock, which `untrack` also
@@ -477,6 +522,9 @@ impl Ctx<'_> {
     }
     pub(crate) fn next_batch(&self, idx: usize) -> Option<Vec<(Job, u32)>> {
         let b = take_batch(self.s, idx)?;
+        // A session dying with a batch in hand: the engine must name its files as not moved.
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("xfer::batch_taken");
         self.batch.set((b.pipeline.max(1), b.parallelism));
         Some(b.jobs)
     }
@@ -491,7 +539,11 @@ impl Ctx<'_> {
     pub(crate) fn pipeline(&self) -> usize {
         self.batch.get().0
     }
-    pub(crate) fn file_done(&self, verified: bool) {
+    /// The file at `dst` arrived (and matched its source's checksum, if `verified`).
+    pub(crate) fn file_done(&self, dst: &str, verified: bool) {
+        if !self.s.ledger.lock().unwrap_or_else(|p| p.into_inner()).arrived(dst) {
+            fail(self.s, XferError::Internal(format!("{dst} arrived but was not planned, or arrived twice")));
+        }
         self.s.files.fetch_add(1, Ordering::Relaxed);
         if verified {
             self.s.verified.fetch_add(1, Ordering::Relaxed);

@@ -111,9 +111,37 @@ pub enum XferError {
         /// Which limit, or the loop.
         reason: String,
     },
+    /// Files planned did not all arrive; each is named (the first 20 in the message).
+    #[error("{}", not_moved(*planned, missing, cause.as_deref()))]
+    NotMoved {
+        /// Files planned.
+        planned: usize,
+        /// Destinations of the files that did not arrive.
+        missing: Vec<String>,
+        /// What stopped the engine, when it was a failure of its own.
+        cause: Option<String>,
+    },
+    /// A failure inside the engine: a panicked thread, a poisoned lock, broken bookkeeping.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// Bad request by the user.
     #[error("{0}")]
     Usage(String),
+}
+
+/// The message of [`XferError::NotMoved`].
+fn not_moved(planned: usize, missing: &[String], cause: Option<&str>) -> String {
+    const SHOWN: usize = 20;
+    let mut m = format!("{} of {planned} files not moved", missing.len());
+    if let Some(c) = cause {
+        m += &format!(" ({c})");
+    }
+    m += ": ";
+    m += &missing.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if missing.len() > SHOWN {
+        m += &format!(" and {} more", missing.len() - SHOWN);
+    }
+    m
 }
 
 impl XferError {

@@ -6,6 +6,7 @@ pub mod checksum;
 pub mod control;
 pub mod engine;
 pub mod error;
+pub mod ledger;
 pub mod listing;
 pub mod path;
 pub mod plan;

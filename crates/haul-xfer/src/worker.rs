@@ -174,7 +174,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
         let untaken = inc.split_off(results.len().min(inc.len()));
         for (i, r) in inc.into_iter().zip(results) {
             let Some(part) = i.part else {
-                ctx.file_done(false);
+                ctx.file_done(&i.job.dst, false);
                 continue;
             };
             drop(i.sink);
@@ -195,7 +195,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             };
             std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e))?;
             resume::clear(&resume::ranges_path(&part));
-            ctx.file_done(verified);
+            ctx.file_done(&i.job.dst, verified);
         }
         if !untaken.is_empty() {
             tracing::debug!("session {idx} leaves its batch with {} files unmoved", untaken.len());
@@ -220,7 +220,7 @@ fn whole_piece_done(ctx: &Ctx<'_>, sess: &mut Session, alg: Option<Algorithm>, j
                 let h = s.spawn(|| checksum::checksum_path(part, a));
                 (sess.cksm(a, &job.src), h.join())
             });
-            let local = local.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?;
+            let local = local.unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
             if !compare(ctx, job, tries, a, &remote?, &local)? {
                 return Ok(());
             }
@@ -229,7 +229,7 @@ fn whole_piece_done(ctx: &Ctx<'_>, sess: &mut Session, alg: Option<Algorithm>, j
         None => false,
     };
     std::fs::rename(part, &job.dst).map_err(|e| XferError::io(&job.dst, e))?;
-    ctx.file_done(verified);
+    ctx.file_done(&job.dst, verified);
     Ok(())
 }
 
@@ -300,7 +300,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
         });
         drop(items);
         let local: HashMap<usize, String> = local
-            .unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?
+            .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?
             .into_iter()
             .flatten()
             .collect();
@@ -320,7 +320,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                 _ => false,
             };
             resume::clear(&o.journal);
-            ctx.file_done(verified);
+            ctx.file_done(&o.job.dst, verified);
         }
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
@@ -396,7 +396,7 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
                 }
                 None => false,
             };
-            ctx.file_done(verified);
+            ctx.file_done(&job.dst, verified);
         }
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
