@@ -8,8 +8,13 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HAUL_UDT_INCLUDE");
     println!("cargo:rustc-check-cfg=cfg(haul_udt)");
     let include = std::env::var("HAUL_UDT_INCLUDE").unwrap_or_else(|_| "/usr/include/udt".into());
-    if !Path::new(&include).join("udt.h").exists() {
-        println!("cargo:warning=udt.h not found in {include}: building haul-profile without UDT");
+    let header = Path::new(&include).join("udt.h");
+    // Watch the header, or the nearest directory above it that exists, so that installing
+    // libudt-dev later re-runs this check (a missing path would re-run it on every build).
+    let watched = header.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
+    println!("cargo:rerun-if-changed={}", watched.display());
+    if !header.exists() {
+        println!("cargo:warning=udt.h not found in {include}: building haul-profile without UDT (install libudt-dev for `--transport udt`)");
         return;
     }
     cc::Build::new()
