@@ -238,9 +238,11 @@ fn parse_cutoffs(s: &str) -> Result<Cutoffs, String> {
     Ok(c)
 }
 
+/// `--bandwidth`: a link rate (`1gbit`, `10Gb/s`), in bits per second as the path estimate
+/// takes it (the rate parser gives bytes per second).
 fn parse_bandwidth(s: &str) -> Result<f64, String> {
     match haul_netem::units::parse_rate(s) {
-        Ok(v) if v > 0.0 => Ok(v),
+        Ok(v) if v > 0.0 => Ok(v * 8.0),
         Ok(_) => Err(format!("{s:?}: the bandwidth must be positive")),
         Err(e) => Err(e.to_string()),
     }
@@ -576,6 +578,14 @@ fn record(
 #[cfg(test)]
 mod tests {
     use haul_xfer::plan::Job;
+
+    #[test]
+    fn bandwidth_is_in_bits_per_second() {
+        // 10gbit was read as 1.25e9 (bytes per second) where the BDP wants bits: 8x too small.
+        assert_eq!(super::parse_bandwidth("10gbit"), Ok(1e10));
+        assert_eq!(super::parse_bandwidth("1Gb/s"), Ok(1e9));
+        assert!(super::parse_bandwidth("0gbit").is_err());
+    }
 
     #[test]
     fn tune_utility_and_estimate_flags_parse() {
