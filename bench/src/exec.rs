@@ -52,7 +52,10 @@ pub fn check_stop() -> io::Result<()> {
 }
 
 fn interrupted(sig: i32) -> io::Error {
-    io::Error::new(io::ErrorKind::Interrupted, format!("interrupted by signal {sig}"))
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        format!("interrupted by signal {sig}"),
+    )
 }
 
 /// How a foreground command ended.
@@ -90,7 +93,10 @@ fn wait4(pid: libc::pid_t) -> io::Result<(ExitStatus, u64)> {
         // SAFETY: `status` and `usage` are valid for writes; `pid` is our own child.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
-            return Ok((ExitStatus::from_raw(status), u64::try_from(usage.ru_maxrss).unwrap_or(0)));
+            return Ok((
+                ExitStatus::from_raw(status),
+                u64::try_from(usage.ru_maxrss).unwrap_or(0),
+            ));
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
@@ -144,12 +150,16 @@ fn run_inner(argv: &[String], timeout: Duration, interruptible: bool) -> io::Res
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.min(Duration::from_millis(100))) {
             Ok(w) => break (w, false),
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(io::Error::other("waiter thread vanished")),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("waiter thread vanished"))
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let stop = if interruptible { stop_signal() } else { None };
                 if stop.is_some() || left.is_zero() {
                     kill_group(pid, libc::SIGKILL);
-                    let w = rx.recv().map_err(|_| io::Error::other("waiter thread vanished"))?;
+                    let w = rx
+                        .recv()
+                        .map_err(|_| io::Error::other("waiter thread vanished"))?;
                     if let Some(sig) = stop {
                         return Err(interrupted(sig));
                     }
@@ -161,7 +171,9 @@ fn run_inner(argv: &[String], timeout: Duration, interruptible: bool) -> io::Res
     let ((status, peak_rss_kib), end) = (waited.0?, waited.1);
     // The group may still hold stray descendants keeping the pipes open; end them.
     kill_group(pid, libc::SIGKILL);
-    let join = |h: Option<std::thread::JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+    let join = |h: Option<std::thread::JoinHandle<String>>| {
+        h.and_then(|h| h.join().ok()).unwrap_or_default()
+    };
     Ok(RunOutput {
         stdout: join(stdout),
         stderr: join(stderr),
@@ -211,8 +223,12 @@ impl Drop for Background {
 
 /// Whether a TCP connection to `addr` (`host:port`) succeeds within a second.
 pub fn tcp_ready(addr: &str) -> bool {
-    let Ok(addrs) = addr.to_socket_addrs() else { return false };
-    addrs.into_iter().any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
+    let Ok(addrs) = addr.to_socket_addrs() else {
+        return false;
+    };
+    addrs
+        .into_iter()
+        .any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
 }
 
 #[cfg(test)]
@@ -225,7 +241,11 @@ mod tests {
 
     #[test]
     fn captures_output_status_and_rss() {
-        let out = run(&sh("echo hi; echo err >&2; exit 3"), Duration::from_secs(10)).expect("run");
+        let out = run(
+            &sh("echo hi; echo err >&2; exit 3"),
+            Duration::from_secs(10),
+        )
+        .expect("run");
         assert_eq!(out.stdout, "hi\n");
         assert_eq!(out.stderr, "err\n");
         assert_eq!(out.status.code(), Some(3));

@@ -81,29 +81,63 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
-        Command::Run { scenario, reps, out, haul, netem_prefix, vars } => {
+        Command::Run {
+            scenario,
+            reps,
+            out,
+            haul,
+            netem_prefix,
+            vars,
+        } => {
             exec::catch_stop_signals().context("cannot install signal handlers")?;
             let haul = match haul {
                 Some(h) => h,
                 None => default_haul()?,
             };
-            let report = runner::run(&scenario, &runner::Options { reps, haul, netem_prefix, vars })?;
+            let report = runner::run(
+                &scenario,
+                &runner::Options {
+                    reps,
+                    haul,
+                    netem_prefix,
+                    vars,
+                },
+            )?;
             print!("{}", report.table());
-            std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-            let stamp: String = report.started_at.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+            std::fs::create_dir_all(&out)
+                .with_context(|| format!("cannot create {}", out.display()))?;
+            let stamp: String = report
+                .started_at
+                .chars()
+                .filter(|c| !matches!(c, '-' | ':'))
+                .collect();
             let stem = format!("{}-{stamp}", report.scenario);
-            report.write_files(&out, &stem).with_context(|| format!("cannot write results to {}", out.display()))?;
+            report
+                .write_files(&out, &stem)
+                .with_context(|| format!("cannot write results to {}", out.display()))?;
             let svg = out.join(format!("{stem}.svg"));
-            plot::write_svg(&report, &svg).with_context(|| format!("cannot write {}", svg.display()))?;
-            println!("wrote {}/{stem}.{{json,csv,svg}} and {stem}-summary.csv", out.display());
+            plot::write_svg(&report, &svg)
+                .with_context(|| format!("cannot write {}", svg.display()))?;
+            println!(
+                "wrote {}/{stem}.{{json,csv,svg}} and {stem}-summary.csv",
+                out.display()
+            );
             let any_ok = report.summary.iter().any(|s| s.ok > 0);
-            Ok(if any_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if any_ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::List { dir } => {
             list(&dir)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::ProbeTcp { addr } => Ok(if exec::tcp_ready(&addr) { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
+        Command::ProbeTcp { addr } => Ok(if exec::tcp_ready(&addr) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }),
     }
 }
 
@@ -124,12 +158,20 @@ fn list(dir: &Path) -> Result<()> {
         match scenario::Scenario::load(&p) {
             Ok(s) => {
                 let names: Vec<&str> = s.contenders.iter().map(|c| c.name.as_str()).collect();
-                let topo = s.topology().unwrap_or_else(|e| scenario::Topology::Pair(vec![e]));
+                let topo = s
+                    .topology()
+                    .unwrap_or_else(|e| scenario::Topology::Pair(vec![e]));
                 let topo = match topo {
                     scenario::Topology::Loopback => "loopback".to_owned(),
                     scenario::Topology::Pair(a) => a.join(" "),
                 };
-                println!("{}\n  {}\n  topology: {topo}; contenders: {}\n  {}", s.name, s.description, names.join(", "), p.display());
+                println!(
+                    "{}\n  {}\n  topology: {topo}; contenders: {}\n  {}",
+                    s.name,
+                    s.description,
+                    names.join(", "),
+                    p.display()
+                );
             }
             Err(e) => println!("{}: INVALID: {e}", p.display()),
         }

@@ -47,7 +47,10 @@ pub struct Observed<'a> {
 impl Metric {
     /// Parses `json:a.b`, `regex:(\d+)`, `elapsed` or `peak_rss`.
     pub fn parse(spec: &str) -> Result<Metric, MetricError> {
-        let bad = |reason: String| MetricError::Spec { spec: spec.to_owned(), reason };
+        let bad = |reason: String| MetricError::Spec {
+            spec: spec.to_owned(),
+            reason,
+        };
         if let Some(path) = spec.strip_prefix("json:") {
             if path.is_empty() || path.split('.').any(str::is_empty) {
                 return Err(bad("empty path component".into()));
@@ -56,7 +59,10 @@ impl Metric {
         } else if let Some(pattern) = spec.strip_prefix("regex:") {
             let re = Regex::new(pattern).map_err(|e| bad(e.to_string()))?;
             if re.captures_len() != 2 {
-                return Err(bad(format!("needs exactly one capture group, has {}", re.captures_len() - 1)));
+                return Err(bad(format!(
+                    "needs exactly one capture group, has {}",
+                    re.captures_len() - 1
+                )));
             }
             Ok(Metric::Regex(re))
         } else if spec == "elapsed" {
@@ -64,7 +70,9 @@ impl Metric {
         } else if spec == "peak_rss" {
             Ok(Metric::PeakRss)
         } else {
-            Err(bad("expected json:<path>, regex:<pattern>, elapsed or peak_rss".into()))
+            Err(bad(
+                "expected json:<path>, regex:<pattern>, elapsed or peak_rss".into(),
+            ))
         }
     }
 
@@ -73,19 +81,21 @@ impl Metric {
         match self {
             Metric::Json(path) => json_number(obs.stdout, path),
             Metric::Regex(re) => {
-                let caps = re
-                    .captures_iter(obs.stdout)
-                    .last()
-                    .ok_or_else(|| MetricError::Missing(format!("regex {:?} does not match stdout", re.as_str())))?;
+                let caps = re.captures_iter(obs.stdout).last().ok_or_else(|| {
+                    MetricError::Missing(format!("regex {:?} does not match stdout", re.as_str()))
+                })?;
                 let text = caps.get(1).map_or("", |m| m.as_str());
-                text.trim()
-                    .parse()
-                    .map_err(|_| MetricError::Missing(format!("regex {:?} captured {text:?}, not a number", re.as_str())))
+                text.trim().parse().map_err(|_| {
+                    MetricError::Missing(format!(
+                        "regex {:?} captured {text:?}, not a number",
+                        re.as_str()
+                    ))
+                })
             }
             Metric::Elapsed => {
-                let bytes = obs
-                    .bytes
-                    .ok_or_else(|| MetricError::Missing("metric elapsed needs bytes = N on the contender".into()))?;
+                let bytes = obs.bytes.ok_or_else(|| {
+                    MetricError::Missing("metric elapsed needs bytes = N on the contender".into())
+                })?;
                 if obs.elapsed_s <= 0.0 {
                     return Err(MetricError::Missing("elapsed time is zero".into()));
                 }
@@ -105,10 +115,12 @@ fn json_number(stdout: &str, path: &[String]) -> Result<f64, MetricError> {
             (serde_json::Value::Array(items), Ok(idx)) => items.get(idx),
             _ => node.get(key.as_str()),
         };
-        node = next.ok_or_else(|| MetricError::Missing(format!("JSON has no {}", path[..=i].join("."))))?;
+        node = next
+            .ok_or_else(|| MetricError::Missing(format!("JSON has no {}", path[..=i].join("."))))?;
     }
-    node.as_f64()
-        .ok_or_else(|| MetricError::Missing(format!("JSON {} is {node}, not a number", path.join("."))))
+    node.as_f64().ok_or_else(|| {
+        MetricError::Missing(format!("JSON {} is {node}, not a number", path.join(".")))
+    })
 }
 
 #[cfg(test)]
@@ -116,7 +128,12 @@ mod tests {
     use super::*;
 
     fn obs(stdout: &str) -> Observed<'_> {
-        Observed { stdout, elapsed_s: 2.0, peak_rss_kib: 4096, bytes: Some(1000) }
+        Observed {
+            stdout,
+            elapsed_s: 2.0,
+            peak_rss_kib: 4096,
+            bytes: Some(1000),
+        }
     }
 
     #[test]
@@ -124,7 +141,10 @@ mod tests {
         let m = Metric::parse("json:end.streams.1.bps").expect("parse");
         let out = r#"{"end":{"streams":[{"bps":1},{"bps":2.5e9}]}}"#;
         assert_eq!(m.extract(obs(out)).expect("value"), 2.5e9);
-        let e = Metric::parse("json:end.nope").expect("parse").extract(obs(out)).expect_err("missing");
+        let e = Metric::parse("json:end.nope")
+            .expect("parse")
+            .extract(obs(out))
+            .expect_err("missing");
         assert!(e.to_string().contains("end.nope"), "{e}");
         assert!(Metric::parse("json:a..b").is_err());
     }
@@ -141,10 +161,28 @@ mod tests {
 
     #[test]
     fn elapsed_and_rss() {
-        assert_eq!(Metric::parse("elapsed").expect("parse").extract(obs("")).expect("value"), 4000.0);
-        let no_bytes = Observed { bytes: None, ..obs("") };
-        assert!(Metric::parse("elapsed").expect("parse").extract(no_bytes).is_err());
-        assert_eq!(Metric::parse("peak_rss").expect("parse").extract(obs("")).expect("value"), 4096.0);
+        assert_eq!(
+            Metric::parse("elapsed")
+                .expect("parse")
+                .extract(obs(""))
+                .expect("value"),
+            4000.0
+        );
+        let no_bytes = Observed {
+            bytes: None,
+            ..obs("")
+        };
+        assert!(Metric::parse("elapsed")
+            .expect("parse")
+            .extract(no_bytes)
+            .is_err());
+        assert_eq!(
+            Metric::parse("peak_rss")
+                .expect("parse")
+                .extract(obs(""))
+                .expect("value"),
+            4096.0
+        );
         assert!(Metric::parse("speed").is_err());
     }
 }

@@ -18,7 +18,10 @@ pub fn write_svg(report: &Report, path: &Path) -> anyhow::Result<()> {
     root.fill(&WHITE)?;
     let names: Vec<String> = report.summary.iter().map(|s| s.contender.clone()).collect();
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} ({})", report.scenario, report.topology), ("sans-serif", 18))
+        .caption(
+            format!("{} ({})", report.scenario, report.topology),
+            ("sans-serif", 18),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -35,18 +38,28 @@ pub fn write_svg(report: &Report, path: &Path) -> anyhow::Result<()> {
                 String::new()
             }
         })
-        .y_desc(if report.unit.is_empty() { "value".to_owned() } else { report.unit.clone() })
+        .y_desc(if report.unit.is_empty() {
+            "value".to_owned()
+        } else {
+            report.unit.clone()
+        })
         .draw()?;
     let bars = report.summary.iter().enumerate().filter_map(|(i, s)| {
         s.value.map(|v| {
             let x = i as f64;
-            Rectangle::new([(x - 0.3, 0.0), (x + 0.3, v.median)], BLUE.mix(0.25).filled())
+            Rectangle::new(
+                [(x - 0.3, 0.0), (x + 0.3, v.median)],
+                BLUE.mix(0.25).filled(),
+            )
         })
     });
     chart.draw_series(bars)?;
     let reps = f64::from(report.repetitions.max(1));
     let points = report.runs.iter().filter_map(|r| {
-        let i = report.summary.iter().position(|s| s.contender == r.contender)?;
+        let i = report
+            .summary
+            .iter()
+            .position(|s| s.contender == r.contender)?;
         let x = i as f64 - 0.2 + 0.4 * (f64::from(r.rep) + 0.5) / reps;
         r.value.map(|v| Circle::new((x, v), 4, RED.filled()))
     });

@@ -80,7 +80,14 @@ pub struct Report {
 
 impl Report {
     /// Builds the report and its summaries from the raw runs.
-    pub fn new(s: &Scenario, topology: &Topology, reps: u32, started_at: String, haul: &Path, runs: Vec<RunRecord>) -> Report {
+    pub fn new(
+        s: &Scenario,
+        topology: &Topology,
+        reps: u32,
+        started_at: String,
+        haul: &Path,
+        runs: Vec<RunRecord>,
+    ) -> Report {
         let names: Vec<String> = s.contenders.iter().map(|c| c.name.clone()).collect();
         let mut summary = summarize(&names, &s.baseline, &runs);
         // A contender's record names appear in its summary even when it has no runs (--reps 0).
@@ -127,19 +134,48 @@ impl Report {
             "{} ({}): {} repetitions, alternating; ratio = median / median of {}\n",
             self.scenario, self.topology, self.repetitions, self.baseline
         );
-        let unit = if self.unit.is_empty() { String::new() } else { format!(" ({})", self.unit) };
-        let mut header = vec!["contender".to_owned(), "ok".into(), format!("median{unit}"), "min – max".into(), "ratio".into(), "rss MiB".into()];
+        let unit = if self.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.unit)
+        };
+        let mut header = vec![
+            "contender".to_owned(),
+            "ok".into(),
+            format!("median{unit}"),
+            "min – max".into(),
+            "ratio".into(),
+            "rss MiB".into(),
+        ];
         header.extend(extra.iter().cloned());
         let mut rows = vec![header];
         for s in &self.summary {
             let (median, range) = match s.value {
-                Some(v) => (fmt_num(v.median), format!("{} – {}", fmt_num(v.min), fmt_num(v.max))),
+                Some(v) => (
+                    fmt_num(v.median),
+                    format!("{} – {}", fmt_num(v.min), fmt_num(v.max)),
+                ),
                 None => ("-".into(), "-".into()),
             };
             let ratio = s.ratio.map_or("-".into(), |r| format!("{r:.3}"));
-            let rss = s.median_peak_rss_kib.map_or("-".into(), |k| format!("{:.1}", k / 1024.0));
-            let mut row = vec![s.contender.clone(), format!("{}/{}", s.ok, s.ok + s.failed), median, range, ratio, rss];
-            row.extend(extra.iter().map(|k| s.median_extra.get(k).copied().flatten().map_or("-".into(), fmt_num)));
+            let rss = s
+                .median_peak_rss_kib
+                .map_or("-".into(), |k| format!("{:.1}", k / 1024.0));
+            let mut row = vec![
+                s.contender.clone(),
+                format!("{}/{}", s.ok, s.ok + s.failed),
+                median,
+                range,
+                ratio,
+                rss,
+            ];
+            row.extend(extra.iter().map(|k| {
+                s.median_extra
+                    .get(k)
+                    .copied()
+                    .flatten()
+                    .map_or("-".into(), fmt_num)
+            }));
             rows.push(row);
         }
         let mut widths = vec![0usize; rows[0].len()];
@@ -153,7 +189,13 @@ impl Report {
                 .iter()
                 .zip(&widths)
                 .enumerate()
-                .map(|(i, (c, &w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+                .map(|(i, (c, &w))| {
+                    if i == 0 {
+                        format!("{c:<w$}")
+                    } else {
+                        format!("{c:>w$}")
+                    }
+                })
                 .collect();
             let _ = writeln!(t, "{}", cells.join("  "));
         }
@@ -168,26 +210,57 @@ impl Report {
         let extra = self.extra_names();
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
         // Empty when there are no extras, so the lines stay as they were before `record`.
-        let cells = |values: &BTreeMap<String, Option<f64>>| -> String { extra.iter().map(|k| format!(",{}", opt(values.get(k).copied().flatten()))).collect() };
-        let mut raw = String::from("scenario,contender,rep,value,unit,elapsed_s,peak_rss_kib,error");
+        let cells = |values: &BTreeMap<String, Option<f64>>| -> String {
+            extra
+                .iter()
+                .map(|k| format!(",{}", opt(values.get(k).copied().flatten())))
+                .collect()
+        };
+        let mut raw =
+            String::from("scenario,contender,rep,value,unit,elapsed_s,peak_rss_kib,error");
         raw.extend(extra.iter().map(|k| format!(",{}", csv(k))));
         raw.push('\n');
         for r in &self.runs {
             let value = opt(r.value);
             let error = r.error.as_deref().unwrap_or("");
-            let _ = writeln!(raw, "{},{},{},{value},{},{},{},{}{}", csv(&self.scenario), csv(&r.contender), r.rep, csv(&self.unit), r.elapsed_s, r.peak_rss_kib, csv(error), cells(&r.extra));
+            let _ = writeln!(
+                raw,
+                "{},{},{},{value},{},{},{},{}{}",
+                csv(&self.scenario),
+                csv(&r.contender),
+                r.rep,
+                csv(&self.unit),
+                r.elapsed_s,
+                r.peak_rss_kib,
+                csv(error),
+                cells(&r.extra)
+            );
         }
         std::fs::write(dir.join(format!("{stem}.csv")), raw)?;
-        let mut sum = String::from("scenario,contender,ok,failed,median,min,max,ratio,median_peak_rss_kib,unit");
-        sum.extend(extra.iter().map(|k| format!(",{}", csv(&format!("median_{k}")))));
+        let mut sum = String::from(
+            "scenario,contender,ok,failed,median,min,max,ratio,median_peak_rss_kib,unit",
+        );
+        sum.extend(
+            extra
+                .iter()
+                .map(|k| format!(",{}", csv(&format!("median_{k}")))),
+        );
         sum.push('\n');
         for s in &self.summary {
             let _ = writeln!(
                 sum,
                 "{},{},{},{},{},{},{},{},{},{}{}",
-                csv(&self.scenario), csv(&s.contender), s.ok, s.failed,
-                opt(s.value.map(|v| v.median)), opt(s.value.map(|v| v.min)), opt(s.value.map(|v| v.max)),
-                opt(s.ratio), opt(s.median_peak_rss_kib), csv(&self.unit), cells(&s.median_extra)
+                csv(&self.scenario),
+                csv(&s.contender),
+                s.ok,
+                s.failed,
+                opt(s.value.map(|v| v.median)),
+                opt(s.value.map(|v| v.min)),
+                opt(s.value.map(|v| v.max)),
+                opt(s.ratio),
+                opt(s.median_peak_rss_kib),
+                csv(&self.unit),
+                cells(&s.median_extra)
             );
         }
         std::fs::write(dir.join(format!("{stem}-summary.csv")), sum)?;
@@ -205,8 +278,21 @@ impl Report {
         let sub = dir.join(format!("{stem}-stdout"));
         std::fs::create_dir_all(&sub)?;
         for r in kept {
-            let name: String = r.contender.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
-            std::fs::write(sub.join(format!("{name}-rep{}.txt", r.rep + 1)), r.stdout.as_deref().unwrap_or_default())?;
+            let name: String = r
+                .contender
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            std::fs::write(
+                sub.join(format!("{name}-rep{}.txt", r.rep + 1)),
+                r.stdout.as_deref().unwrap_or_default(),
+            )?;
         }
         Ok(())
     }
@@ -219,11 +305,19 @@ pub fn summarize(names: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<Su
         .map(|name| {
             let mine: Vec<&RunRecord> = runs.iter().filter(|r| &r.contender == name).collect();
             let values: Vec<f64> = mine.iter().filter_map(|r| r.value).collect();
-            let rss: Vec<f64> = mine.iter().filter(|r| r.value.is_some()).map(|r| r.peak_rss_kib as f64).collect();
+            let rss: Vec<f64> = mine
+                .iter()
+                .filter(|r| r.value.is_some())
+                .map(|r| r.peak_rss_kib as f64)
+                .collect();
             let mut median_extra = BTreeMap::new();
             for key in mine.iter().flat_map(|r| r.extra.keys()) {
                 if !median_extra.contains_key(key) {
-                    let vals: Vec<f64> = mine.iter().filter(|r| r.value.is_some()).filter_map(|r| r.extra.get(key).copied().flatten()).collect();
+                    let vals: Vec<f64> = mine
+                        .iter()
+                        .filter(|r| r.value.is_some())
+                        .filter_map(|r| r.extra.get(key).copied().flatten())
+                        .collect();
                     median_extra.insert(key.clone(), spread(&vals).map(|s| s.median));
                 }
             }
@@ -238,7 +332,11 @@ pub fn summarize(names: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<Su
             }
         })
         .collect();
-    let base = out.iter().find(|s| s.contender == baseline).and_then(|s| s.value).map(|v| v.median);
+    let base = out
+        .iter()
+        .find(|s| s.contender == baseline)
+        .and_then(|s| s.value)
+        .map(|v| v.median);
     for s in &mut out {
         s.ratio = match (s.value, base) {
             (Some(v), Some(b)) => ratio(v.median, b),
@@ -259,7 +357,11 @@ fn csv(field: &str) -> String {
 
 /// Four significant digits, without exponent for everyday magnitudes.
 fn fmt_num(v: f64) -> String {
-    let mag = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 };
+    let mag = if v == 0.0 {
+        0
+    } else {
+        v.abs().log10().floor() as i32
+    };
     if (-3..6).contains(&mag) {
         format!("{:.*}", (3 - mag).max(0) as usize, v)
     } else {
@@ -272,12 +374,28 @@ mod tests {
     use super::*;
 
     fn run(c: &str, rep: u32, value: Option<f64>) -> RunRecord {
-        RunRecord { contender: c.into(), rep, value, elapsed_s: 1.0, peak_rss_kib: 2048, error: value.is_none().then(|| "boom".into()), extra: BTreeMap::new(), stdout: None }
+        RunRecord {
+            contender: c.into(),
+            rep,
+            value,
+            elapsed_s: 1.0,
+            peak_rss_kib: 2048,
+            error: value.is_none().then(|| "boom".into()),
+            extra: BTreeMap::new(),
+            stdout: None,
+        }
     }
 
     #[test]
     fn summaries_ratio_to_baseline_and_count_failures() {
-        let runs = vec![run("a", 0, Some(1.0)), run("b", 0, Some(3.0)), run("a", 1, Some(3.0)), run("b", 1, None), run("a", 2, Some(2.0)), run("b", 2, Some(5.0))];
+        let runs = vec![
+            run("a", 0, Some(1.0)),
+            run("b", 0, Some(3.0)),
+            run("a", 1, Some(3.0)),
+            run("b", 1, None),
+            run("a", 2, Some(2.0)),
+            run("b", 2, Some(5.0)),
+        ];
         let s = summarize(&["a".into(), "b".into()], "a", &runs);
         assert_eq!(s[0].ratio, Some(1.0));
         assert_eq!(s[1].value.map(|v| v.median), Some(4.0));
@@ -288,14 +406,23 @@ mod tests {
 
     #[test]
     fn no_ratio_without_baseline_values() {
-        let s = summarize(&["a".into(), "b".into()], "a", &[run("a", 0, None), run("b", 0, Some(1.0))]);
+        let s = summarize(
+            &["a".into(), "b".into()],
+            "a",
+            &[run("a", 0, None), run("b", 0, Some(1.0))],
+        );
         assert_eq!(s[1].ratio, None);
         assert!(s[0].value.is_none());
     }
 
     /// A fixed two-contender report (one failed run) for pinning the output format.
     fn legacy_report() -> Report {
-        let runs = vec![run("a", 0, Some(9.41234)), run("b,x", 0, Some(2.5e9)), run("a", 1, Some(1.5)), run("b,x", 1, None)];
+        let runs = vec![
+            run("a", 0, Some(9.41234)),
+            run("b,x", 0, Some(2.5e9)),
+            run("a", 1, Some(1.5)),
+            run("b,x", 1, None),
+        ];
         let summary = summarize(&["a".into(), "b,x".into()], "a", &runs);
         Report {
             scenario: "s".into(),
@@ -315,7 +442,8 @@ mod tests {
     fn written(r: &Report) -> [String; 3] {
         let dir = tempfile::tempdir().expect("tempdir");
         r.write_files(dir.path(), "x").expect("write");
-        ["x.json", "x.csv", "x-summary.csv"].map(|f| std::fs::read_to_string(dir.path().join(f)).expect("read"))
+        ["x.json", "x.csv", "x-summary.csv"]
+            .map(|f| std::fs::read_to_string(dir.path().join(f)).expect("read"))
     }
 
     #[test]
@@ -333,29 +461,49 @@ mod tests {
     #[test]
     fn record_values_become_columns_and_medians() {
         let mut r = legacy_report();
-        let ex = |pairs: &[(&str, Option<f64>)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect::<BTreeMap<_, _>>();
+        let ex = |pairs: &[(&str, Option<f64>)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect::<BTreeMap<_, _>>()
+        };
         r.runs[0].extra = ex(&[("retx", Some(3.0)), ("cpu", None)]);
         r.runs[2].extra = ex(&[("retx", Some(5.0)), ("cpu", Some(40.0))]);
         r.runs[1].extra = ex(&[("zz", Some(1.0))]);
         r.runs[3].extra = ex(&[("zz", Some(100.0))]); // failed run: kept in the run, not in the median
         let names: Vec<String> = r.summary.iter().map(|s| s.contender.clone()).collect();
         r.summary = summarize(&names, "a", &r.runs);
-        assert_eq!(r.summary[0].median_extra, ex(&[("cpu", Some(40.0)), ("retx", Some(4.0))]));
+        assert_eq!(
+            r.summary[0].median_extra,
+            ex(&[("cpu", Some(40.0)), ("retx", Some(4.0))])
+        );
         assert_eq!(r.summary[1].median_extra, ex(&[("zz", Some(1.0))]));
         assert_eq!(r.extra_names(), ["cpu", "retx", "zz"]);
         let [json, raw, sum] = written(&r);
         let lines: Vec<&str> = raw.lines().collect();
-        assert_eq!(lines[0], "scenario,contender,rep,value,unit,elapsed_s,peak_rss_kib,error,cpu,retx,zz");
+        assert_eq!(
+            lines[0],
+            "scenario,contender,rep,value,unit,elapsed_s,peak_rss_kib,error,cpu,retx,zz"
+        );
         assert_eq!(lines[1], "s,a,0,9.41234,Gbit/s,1,2048,,,3,");
         assert_eq!(lines[2], "s,\"b,x\",0,2500000000,Gbit/s,1,2048,,,,1");
         assert_eq!(lines[4], "s,\"b,x\",1,,Gbit/s,1,2048,boom,,,100");
         let lines: Vec<&str> = sum.lines().collect();
         assert_eq!(lines[0], "scenario,contender,ok,failed,median,min,max,ratio,median_peak_rss_kib,unit,median_cpu,median_retx,median_zz");
         assert_eq!(lines[1], "s,a,2,0,5.45617,1.5,9.41234,1,2048,Gbit/s,40,4,");
-        assert_eq!(lines[2], "s,\"b,x\",1,1,2500000000,2500000000,2500000000,458196867.033102,2048,Gbit/s,,,1");
+        assert_eq!(
+            lines[2],
+            "s,\"b,x\",1,1,2500000000,2500000000,2500000000,458196867.033102,2048,Gbit/s,,,1"
+        );
         let doc: serde_json::Value = serde_json::from_str(&json).expect("json");
-        assert_eq!(doc["runs"][0]["extra"], serde_json::json!({"cpu": null, "retx": 3.0}));
-        assert_eq!(doc["summary"][0]["median_extra"], serde_json::json!({"cpu": 40.0, "retx": 4.0}));
+        assert_eq!(
+            doc["runs"][0]["extra"],
+            serde_json::json!({"cpu": null, "retx": 3.0})
+        );
+        assert_eq!(
+            doc["summary"][0]["median_extra"],
+            serde_json::json!({"cpu": 40.0, "retx": 4.0})
+        );
         let table = r.table();
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[1], "contender   ok  median (Gbit/s)          min – max          ratio  rss MiB    cpu   retx     zz");

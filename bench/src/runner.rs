@@ -43,7 +43,10 @@ pub fn netem_state_dir(prefix: &str) -> String {
 
 /// A prefix is non-empty `[A-Za-z0-9_-]` (it names namespaces and a state directory).
 pub fn check_netem_prefix(prefix: &str) -> Result<()> {
-    let ok = !prefix.trim_end_matches('-').is_empty() && prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+    let ok = !prefix.trim_end_matches('-').is_empty()
+        && prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
     if !ok {
         bail!("--netem-prefix {prefix:?}: use [A-Za-z0-9_-] with at least one letter or digit");
     }
@@ -81,9 +84,15 @@ impl Env {
 
 /// Runs a helper command and returns its trimmed stdout, failing on a non-zero exit.
 fn helper(argv: &[String]) -> Result<String> {
-    let out = exec::run(argv, HELPER_TIMEOUT).with_context(|| format!("cannot run {}", argv.join(" ")))?;
+    let out = exec::run(argv, HELPER_TIMEOUT)
+        .with_context(|| format!("cannot run {}", argv.join(" ")))?;
     if !out.status.success() {
-        bail!("{} failed ({}): {}", argv.join(" "), out.status, out.stderr.trim());
+        bail!(
+            "{} failed ({}): {}",
+            argv.join(" "),
+            out.status,
+            out.stderr.trim()
+        );
     }
     Ok(out.stdout.trim().to_owned())
 }
@@ -104,7 +113,12 @@ impl Drop for NetemPair {
 fn cleanup(argv: &[String]) {
     match exec::run_to_end(argv, HELPER_TIMEOUT) {
         Ok(out) if out.status.success() => {}
-        Ok(out) => eprintln!("haul-bench: warning: {} failed ({}): {}", argv.join(" "), out.status, out.stderr.trim()),
+        Ok(out) => eprintln!(
+            "haul-bench: warning: {} failed ({}): {}",
+            argv.join(" "),
+            out.status,
+            out.stderr.trim()
+        ),
         Err(e) => eprintln!("haul-bench: warning: cannot run {}: {e}", argv.join(" ")),
     }
 }
@@ -119,17 +133,31 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
         check_netem_prefix(p)?;
     }
     let uses_haul = matches!(topology, Topology::Pair(_))
-        || scenario.contenders.iter().any(|c| c.command.contains("{haul}"));
+        || scenario
+            .contenders
+            .iter()
+            .any(|c| c.command.contains("{haul}"));
     if uses_haul && !opts.haul.is_file() {
         bail!(
             "haul binary not found at {} (build it with `cargo build --release -p haul` or pass --haul PATH)",
             opts.haul.display()
         );
     }
-    let tmp = tempfile::Builder::new().prefix("haul-bench-").tempdir().context("cannot create temp dir")?;
+    let tmp = tempfile::Builder::new()
+        .prefix("haul-bench-")
+        .tempdir()
+        .context("cannot create temp dir")?;
     let netem = netem_base(&opts.haul, opts.netem_prefix.as_deref());
-    let prefix_args: Vec<String> = opts.netem_prefix.iter().flat_map(|p| ["--prefix".to_owned(), p.clone()]).collect();
-    let mut env = Env { topology: topology.clone(), netem: netem.clone(), vars: Vars::new() };
+    let prefix_args: Vec<String> = opts
+        .netem_prefix
+        .iter()
+        .flat_map(|p| ["--prefix".to_owned(), p.clone()])
+        .collect();
+    let mut env = Env {
+        topology: topology.clone(),
+        netem: netem.clone(),
+        vars: Vars::new(),
+    };
     let haul_s = opts.haul.display().to_string();
     let _pair = match &topology {
         Topology::Loopback => {
@@ -161,19 +189,31 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     // `haul netem` with this run's state directory, so a contender or setup command can change
     // the running link (`{netem} set a-b --rate 5gbit`) or read its counters.
     env.vars.insert("netem".into(), netem.join(" "));
-    env.vars.insert("tmp".into(), tmp.path().display().to_string());
+    env.vars
+        .insert("tmp".into(), tmp.path().display().to_string());
     let bench = std::env::current_exe().context("cannot locate haul-bench itself")?;
     env.vars.insert("bench".into(), bench.display().to_string());
     for (k, _) in &opts.vars {
         if !scenario.vars.contains_key(k) {
-            bail!("--var {k}: scenario {} has no variable {k:?}", scenario.name);
+            bail!(
+                "--var {k}: scenario {} has no variable {k:?}",
+                scenario.name
+            );
         }
     }
     for (k, v) in &scenario.vars {
         if env.vars.contains_key(k) {
-            bail!("scenario {}: variable {k:?} shadows a built-in variable", scenario.name);
+            bail!(
+                "scenario {}: variable {k:?} shadows a built-in variable",
+                scenario.name
+            );
         }
-        let v = opts.vars.iter().rev().find(|(o, _)| o == k).map_or(v, |(_, o)| o);
+        let v = opts
+            .vars
+            .iter()
+            .rev()
+            .find(|(o, _)| o == k)
+            .map_or(v, |(_, o)| o);
         let value = render(v, &env.vars).with_context(|| format!("variable {k:?}"))?;
         env.vars.insert(k.clone(), value);
     }
@@ -184,11 +224,20 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
         let argv = env.shell(&s.host, &s.command, &env.vars)?;
         let log = tmp.path().join(format!("setup-{}.log", s.name));
         eprintln!("haul-bench: setup {}: {}", s.name, argv.join(" "));
-        let mut bg = Background::spawn(&argv, &log).with_context(|| format!("cannot start setup {:?}", s.name))?;
+        let mut bg = Background::spawn(&argv, &log)
+            .with_context(|| format!("cannot start setup {:?}", s.name))?;
         if let Some(addr) = &s.wait_tcp {
             let addr = render(addr, &env.vars)?;
-            wait_ready(&env, &bench, &s.host, &addr, s.ready_timeout_s, &mut bg, &log)
-                .with_context(|| format!("setup {:?} never accepted connections on {addr}", s.name))?;
+            wait_ready(
+                &env,
+                &bench,
+                &s.host,
+                &addr,
+                s.ready_timeout_s,
+                &mut bg,
+                &log,
+            )
+            .with_context(|| format!("setup {:?} never accepted connections on {addr}", s.name))?;
         }
         servers.push(bg);
     }
@@ -202,12 +251,33 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
                 exec::check_stop()?;
                 let r = run_once(&env, c, metrics, rep)?;
                 match (&r.value, &r.error) {
-                    (Some(v), _) if r.extra.is_empty() => eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {}", rep + 1, c.name, scenario.unit),
+                    (Some(v), _) if r.extra.is_empty() => eprintln!(
+                        "haul-bench: rep {}/{reps} {:<20} {v:.4} {}",
+                        rep + 1,
+                        c.name,
+                        scenario.unit
+                    ),
                     (Some(v), _) => {
-                        let extra: Vec<String> = r.extra.iter().map(|(k, x)| format!("{k}={}", x.map_or("-".into(), |x| x.to_string()))).collect();
-                        eprintln!("haul-bench: rep {}/{reps} {:<20} {v:.4} {} {}", rep + 1, c.name, scenario.unit, extra.join(" "));
+                        let extra: Vec<String> = r
+                            .extra
+                            .iter()
+                            .map(|(k, x)| {
+                                format!("{k}={}", x.map_or("-".into(), |x| x.to_string()))
+                            })
+                            .collect();
+                        eprintln!(
+                            "haul-bench: rep {}/{reps} {:<20} {v:.4} {} {}",
+                            rep + 1,
+                            c.name,
+                            scenario.unit,
+                            extra.join(" ")
+                        );
                     }
-                    (None, Some(e)) => eprintln!("haul-bench: rep {}/{reps} {:<20} FAILED: {e}", rep + 1, c.name),
+                    (None, Some(e)) => eprintln!(
+                        "haul-bench: rep {}/{reps} {:<20} FAILED: {e}",
+                        rep + 1,
+                        c.name
+                    ),
                     (None, None) => {}
                 }
                 runs.push(r);
@@ -222,17 +292,32 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     }
     drop(servers);
     measured?;
-    Ok(Report::new(&scenario, &topology, reps, started_at, &opts.haul, runs))
+    Ok(Report::new(
+        &scenario, &topology, reps, started_at, &opts.haul, runs,
+    ))
 }
 
 /// Polls `addr` from `host` until it accepts a connection, the server exits, or time runs out.
-fn wait_ready(env: &Env, bench: &Path, host: &str, addr: &str, timeout_s: f64, bg: &mut Background, log: &Path) -> Result<()> {
+fn wait_ready(
+    env: &Env,
+    bench: &Path,
+    host: &str,
+    addr: &str,
+    timeout_s: f64,
+    bg: &mut Background,
+    log: &Path,
+) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.max(0.0));
-    let probe = env.on_host(host, vec![bench.display().to_string(), "probe-tcp".into(), addr.into()]);
+    let probe = env.on_host(
+        host,
+        vec![bench.display().to_string(), "probe-tcp".into(), addr.into()],
+    );
     loop {
         let ready = match env.topology {
             Topology::Loopback => exec::tcp_ready(addr),
-            Topology::Pair(_) => exec::run(&probe, HELPER_TIMEOUT).map(|o| o.status.success()).unwrap_or(false),
+            Topology::Pair(_) => exec::run(&probe, HELPER_TIMEOUT)
+                .map(|o| o.status.success())
+                .unwrap_or(false),
         };
         if ready {
             return Ok(());
@@ -257,16 +342,36 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
     vars.insert("rep".into(), rep.to_string());
     let bytes = match &c.bytes {
         None => None,
-        Some(toml::Value::Integer(n)) => Some(u64::try_from(*n).context("bytes must be non-negative")?),
+        Some(toml::Value::Integer(n)) => {
+            Some(u64::try_from(*n).context("bytes must be non-negative")?)
+        }
         Some(toml::Value::String(s)) => {
             let text = render(s, &vars)?;
-            Some(text.trim().parse::<u64>().with_context(|| format!("contender {:?}: bytes {text:?} is not an integer", c.name))?)
+            Some(text.trim().parse::<u64>().with_context(|| {
+                format!("contender {:?}: bytes {text:?} is not an integer", c.name)
+            })?)
         }
-        Some(other) => bail!("contender {:?}: bytes must be an integer or a string, not {other}", c.name),
+        Some(other) => bail!(
+            "contender {:?}: bytes must be an integer or a string, not {other}",
+            c.name
+        ),
     };
     let timeout = Duration::from_secs_f64(c.timeout_s);
-    let extra = metrics.record.iter().map(|(k, _)| (k.clone(), None)).collect();
-    let mut record = RunRecord { contender: c.name.clone(), rep, value: None, elapsed_s: 0.0, peak_rss_kib: 0, error: None, extra, stdout: None };
+    let extra = metrics
+        .record
+        .iter()
+        .map(|(k, _)| (k.clone(), None))
+        .collect();
+    let mut record = RunRecord {
+        contender: c.name.clone(),
+        rep,
+        value: None,
+        elapsed_s: 0.0,
+        peak_rss_kib: 0,
+        error: None,
+        extra,
+        stdout: None,
+    };
     if let Some(before) = &c.before {
         let argv = env.shell(&c.host, before, &vars)?;
         if let Err(e) = helper(&argv) {
@@ -275,17 +380,34 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
         }
     }
     let argv = env.shell(&c.host, &c.command, &vars)?;
-    let out = exec::run(&argv, timeout).with_context(|| format!("cannot run contender {:?}", c.name))?;
+    let out =
+        exec::run(&argv, timeout).with_context(|| format!("cannot run contender {:?}", c.name))?;
     record.elapsed_s = out.elapsed_s;
     record.peak_rss_kib = out.peak_rss_kib;
     if out.timed_out {
         record.error = Some(format!("killed after {}s timeout", c.timeout_s));
     } else if !out.status.success() {
-        let text = if out.stderr.trim().is_empty() { &out.stdout } else { &out.stderr };
-        let tail: String = text.trim().lines().last().unwrap_or("").chars().take(200).collect();
+        let text = if out.stderr.trim().is_empty() {
+            &out.stdout
+        } else {
+            &out.stderr
+        };
+        let tail: String = text
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
         record.error = Some(format!("{}: {tail}", out.status));
     } else {
-        let obs = Observed { stdout: &out.stdout, elapsed_s: out.elapsed_s, peak_rss_kib: out.peak_rss_kib, bytes };
+        let obs = Observed {
+            stdout: &out.stdout,
+            elapsed_s: out.elapsed_s,
+            peak_rss_kib: out.peak_rss_kib,
+            bytes,
+        };
         match metrics.main.extract(obs) {
             Ok(v) => record.value = Some(v * c.scale),
             Err(e) => record.error = Some(e.to_string()),
@@ -295,7 +417,11 @@ fn run_once(env: &Env, c: &Contender, metrics: &Metrics, rep: u32) -> Result<Run
                 Ok(v) => {
                     record.extra.insert(key.clone(), Some(v));
                 }
-                Err(e) => eprintln!("haul-bench: warning: rep {} {}: record {key}: {e}", rep + 1, c.name),
+                Err(e) => eprintln!(
+                    "haul-bench: warning: rep {} {}: record {key}: {e}",
+                    rep + 1,
+                    c.name
+                ),
             }
         }
     }
@@ -312,7 +438,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.toml");
         std::fs::write(&path, text).expect("write");
-        let opts = Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars: vec![] };
+        let opts = Options {
+            reps: None,
+            haul: PathBuf::from("/bin/true"),
+            netem_prefix: None,
+            vars: vec![],
+        };
         run(&path, &opts).expect("run")
     }
 
@@ -337,10 +468,18 @@ mod tests {
             "name = \"v\"\nrepetitions = 1\nbaseline = \"e\"\nunit = \"n\"\n[vars]\nx = \"1\"\n\n[[contender]]\nname = \"e\"\ncommand = \"echo {x}\"\nmetric = \"regex:(\\\\d+)\"\n",
         )
         .expect("write");
-        let opts = |vars: Vec<(String, String)>| Options { reps: None, haul: PathBuf::from("/bin/true"), netem_prefix: None, vars };
+        let opts = |vars: Vec<(String, String)>| Options {
+            reps: None,
+            haul: PathBuf::from("/bin/true"),
+            netem_prefix: None,
+            vars,
+        };
         let value = |r: Report| r.runs.first().and_then(|r| r.value);
         assert_eq!(value(run(&path, &opts(vec![])).expect("run")), Some(1.0));
-        assert_eq!(value(run(&path, &opts(vec![("x".into(), "42".into())])).expect("run")), Some(42.0));
+        assert_eq!(
+            value(run(&path, &opts(vec![("x".into(), "42".into())])).expect("run")),
+            Some(42.0)
+        );
         let err = run(&path, &opts(vec![("y".into(), "2".into())])).expect_err("unknown variable");
         assert!(err.to_string().contains("no variable \"y\""), "{err}");
     }
@@ -372,38 +511,103 @@ c = "json:b.c"
         );
         assert_eq!(report.runs.len(), 6);
         let j = &report.runs[0];
-        assert_eq!((j.contender.as_str(), j.value, j.error.as_deref()), ("j", Some(10.0), None), "a missing extra does not fail the run");
-        let want: std::collections::BTreeMap<String, Option<f64>> = [("c".to_owned(), Some(7.0)), ("gone".to_owned(), None)].into();
+        assert_eq!(
+            (j.contender.as_str(), j.value, j.error.as_deref()),
+            ("j", Some(10.0), None),
+            "a missing extra does not fail the run"
+        );
+        let want: std::collections::BTreeMap<String, Option<f64>> =
+            [("c".to_owned(), Some(7.0)), ("gone".to_owned(), None)].into();
         assert_eq!(j.extra, want, "extras are not scaled");
         assert_eq!(report.runs[3].extra, want);
-        assert_eq!((report.runs[1].value, report.runs[1].extra.len()), (Some(2.0), 0));
+        assert_eq!(
+            (report.runs[1].value, report.runs[1].extra.len()),
+            (Some(2.0), 0)
+        );
         let bad = &report.runs[2];
-        assert!(bad.value.is_none() && bad.error.as_deref().is_some_and(|e| e.contains("JSON has no a")), "{bad:?}");
-        assert_eq!(bad.extra.get("c"), Some(&Some(5.0)), "extras are read even when the main metric is missing");
+        assert!(
+            bad.value.is_none()
+                && bad
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("JSON has no a")),
+            "{bad:?}"
+        );
+        assert_eq!(
+            bad.extra.get("c"),
+            Some(&Some(5.0)),
+            "extras are read even when the main metric is missing"
+        );
         assert_eq!(report.summary[0].median_extra, want);
-        assert_eq!(report.summary[2].median_extra.get("c"), Some(&None), "no successful run, no median");
+        assert_eq!(
+            report.summary[2].median_extra.get("c"),
+            Some(&None),
+            "no successful run, no median"
+        );
 
         let out = tempfile::tempdir().expect("tempdir");
         report.write_files(out.path(), "r").expect("write");
         let raw = std::fs::read_to_string(out.path().join("r.csv")).expect("read");
         let rows: Vec<Vec<&str>> = raw.lines().map(|l| l.split(',').collect()).collect();
-        assert_eq!(rows[0], ["scenario", "contender", "rep", "value", "unit", "elapsed_s", "peak_rss_kib", "error", "c", "gone"]);
+        assert_eq!(
+            rows[0],
+            [
+                "scenario",
+                "contender",
+                "rep",
+                "value",
+                "unit",
+                "elapsed_s",
+                "peak_rss_kib",
+                "error",
+                "c",
+                "gone"
+            ]
+        );
         assert!(rows.iter().all(|r| r.len() == 10), "{raw}");
-        assert_eq!((rows[1][1], rows[1][3], rows[1][8], rows[1][9]), ("j", "10", "7", ""));
-        assert_eq!((rows[2][1], rows[2][3], rows[2][8], rows[2][9]), ("plain", "2", "", ""));
-        assert_eq!((rows[3][1], rows[3][3], rows[3][8], rows[3][9]), ("bad", "", "5", ""));
+        assert_eq!(
+            (rows[1][1], rows[1][3], rows[1][8], rows[1][9]),
+            ("j", "10", "7", "")
+        );
+        assert_eq!(
+            (rows[2][1], rows[2][3], rows[2][8], rows[2][9]),
+            ("plain", "2", "", "")
+        );
+        assert_eq!(
+            (rows[3][1], rows[3][3], rows[3][8], rows[3][9]),
+            ("bad", "", "5", "")
+        );
         let sum = std::fs::read_to_string(out.path().join("r-summary.csv")).expect("read");
         let rows: Vec<Vec<&str>> = sum.lines().map(|l| l.split(',').collect()).collect();
-        assert_eq!(rows[0][8..], ["median_peak_rss_kib", "unit", "median_c", "median_gone"]);
+        assert_eq!(
+            rows[0][8..],
+            ["median_peak_rss_kib", "unit", "median_c", "median_gone"]
+        );
         assert_eq!((rows[1][1], rows[1][10], rows[1][11]), ("j", "7", ""));
         assert_eq!((rows[3][1], rows[3][10], rows[3][11]), ("bad", "", ""));
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("r.json")).expect("read")).expect("json");
-        assert_eq!(json["runs"][0]["extra"], serde_json::json!({"c": 7.0, "gone": null}));
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.path().join("r.json")).expect("read"),
+        )
+        .expect("json");
+        assert_eq!(
+            json["runs"][0]["extra"],
+            serde_json::json!({"c": 7.0, "gone": null})
+        );
         assert!(json["runs"][1].get("extra").is_none());
         let table = report.table();
-        let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
-        assert!(rows[0].ends_with(&["ratio", "rss", "MiB", "c", "gone"]), "{table}");
-        assert!(rows[1].ends_with(&["7.000", "-"]) && rows[2].ends_with(&["-", "-"]), "{table}");
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert!(
+            rows[0].ends_with(&["ratio", "rss", "MiB", "c", "gone"]),
+            "{table}"
+        );
+        assert!(
+            rows[1].ends_with(&["7.000", "-"]) && rows[2].ends_with(&["-", "-"]),
+            "{table}"
+        );
     }
 
     #[test]
@@ -432,14 +636,39 @@ metric = "json:a"
         let out = tempfile::tempdir().expect("tempdir");
         report.write_files(out.path(), "k").expect("write");
         let sub = out.path().join("k-stdout");
-        let mut names: Vec<String> = std::fs::read_dir(&sub).expect("stdout dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(&sub)
+            .expect("stdout dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
-        assert_eq!(names, ["failing-rep1.txt", "failing-rep2.txt", "kept_run_1-rep1.txt", "kept_run_1-rep2.txt"]);
+        assert_eq!(
+            names,
+            [
+                "failing-rep1.txt",
+                "failing-rep2.txt",
+                "kept_run_1-rep1.txt",
+                "kept_run_1-rep2.txt"
+            ]
+        );
         let read = |n: &str| std::fs::read_to_string(sub.join(n)).expect("read");
         assert_eq!(read("kept_run_1-rep2.txt"), "{\"a\": 1}\n");
-        assert_eq!(read("failing-rep1.txt"), "partial\n", "a failed run's output is kept too");
-        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("k.json")).expect("read")).expect("json");
-        assert!(json["runs"].as_array().expect("runs").iter().all(|r| r.get("stdout").is_none()), "stdout stays out of the JSON record");
+        assert_eq!(
+            read("failing-rep1.txt"),
+            "partial\n",
+            "a failed run's output is kept too"
+        );
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.path().join("k.json")).expect("read"),
+        )
+        .expect("json");
+        assert!(
+            json["runs"]
+                .as_array()
+                .expect("runs")
+                .iter()
+                .all(|r| r.get("stdout").is_none()),
+            "stdout stays out of the JSON record"
+        );
 
         // Without any kept output no directory is made.
         let none = tempfile::tempdir().expect("tempdir");

@@ -160,7 +160,16 @@ pub struct Metrics {
 
 /// Column names of the per-run CSV, which a `record` name must not repeat (this also keeps
 /// `median_<name>` distinct from the summary's `median_peak_rss_kib`).
-const RESERVED_RECORD_NAMES: [&str; 8] = ["scenario", "contender", "rep", "value", "unit", "elapsed_s", "peak_rss_kib", "error"];
+const RESERVED_RECORD_NAMES: [&str; 8] = [
+    "scenario",
+    "contender",
+    "rep",
+    "value",
+    "unit",
+    "elapsed_s",
+    "peak_rss_kib",
+    "error",
+];
 
 fn one() -> f64 {
     1.0
@@ -203,17 +212,34 @@ impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read { path: shown.clone(), source })?;
-        let s: Scenario = toml::from_str(&text).map_err(|source| ScenarioError::Parse { path: shown, source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let s: Scenario = toml::from_str(&text).map_err(|source| ScenarioError::Parse {
+            path: shown,
+            source,
+        })?;
         s.validate()?;
         Ok(s)
     }
 
     /// Checks names, metrics and the topology; returns the parsed metrics of each contender.
     pub fn validate(&self) -> Result<Vec<Metrics>, ScenarioError> {
-        let bad = |reason: String| ScenarioError::Invalid { name: self.name.clone(), reason };
-        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(bad(format!("name {:?} must be non-empty [A-Za-z0-9_-]", self.name)));
+        let bad = |reason: String| ScenarioError::Invalid {
+            name: self.name.clone(),
+            reason,
+        };
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(bad(format!(
+                "name {:?} must be non-empty [A-Za-z0-9_-]",
+                self.name
+            )));
         }
         if self.repetitions == 0 {
             return Err(bad("repetitions must be at least 1".into()));
@@ -226,30 +252,50 @@ impl Scenario {
                 return Err(bad(format!("contender {:?} appears twice", c.name)));
             }
             if !(c.scale.is_finite() && c.timeout_s > 0.0) {
-                return Err(bad(format!("contender {:?}: scale must be finite and timeout_s positive", c.name)));
+                return Err(bad(format!(
+                    "contender {:?}: scale must be finite and timeout_s positive",
+                    c.name
+                )));
             }
             for key in c.record.keys() {
-                if key.is_empty() || !key.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
-                    return Err(bad(format!("contender {:?}: record name {key:?} must be non-empty [A-Za-z0-9_]", c.name)));
+                if key.is_empty()
+                    || !key
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                {
+                    return Err(bad(format!(
+                        "contender {:?}: record name {key:?} must be non-empty [A-Za-z0-9_]",
+                        c.name
+                    )));
                 }
                 if RESERVED_RECORD_NAMES.contains(&key.as_str()) {
-                    return Err(bad(format!("contender {:?}: record name {key:?} is taken by a result column ({})", c.name, RESERVED_RECORD_NAMES.join(", "))));
+                    return Err(bad(format!(
+                        "contender {:?}: record name {key:?} is taken by a result column ({})",
+                        c.name,
+                        RESERVED_RECORD_NAMES.join(", ")
+                    )));
                 }
             }
         }
         if !self.contenders.iter().any(|c| c.name == self.baseline) {
-            return Err(bad(format!("baseline {:?} is not a contender", self.baseline)));
+            return Err(bad(format!(
+                "baseline {:?} is not a contender",
+                self.baseline
+            )));
         }
         self.topology().map_err(bad)?;
         self.contenders
             .iter()
             .map(|c| {
-                let main = Metric::parse(&c.metric).map_err(|e| bad(format!("contender {:?}: {e}", c.name)))?;
+                let main = Metric::parse(&c.metric)
+                    .map_err(|e| bad(format!("contender {:?}: {e}", c.name)))?;
                 let record = c
                     .record
                     .iter()
                     .map(|(key, spec)| {
-                        Metric::parse(spec).map(|m| (key.clone(), m)).map_err(|e| bad(format!("contender {:?}: record {key:?}: {e}", c.name)))
+                        Metric::parse(spec).map(|m| (key.clone(), m)).map_err(|e| {
+                            bad(format!("contender {:?}: record {key:?}: {e}", c.name))
+                        })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Metrics { main, record })
@@ -261,7 +307,9 @@ impl Scenario {
     pub fn topology(&self) -> Result<Topology, String> {
         match &self.topology {
             TopologySpec::Named(n) if n == "loopback" => Ok(Topology::Loopback),
-            TopologySpec::Named(n) => Err(format!("unknown topology {n:?} (use \"loopback\" or {{ pair = \"...\" }})")),
+            TopologySpec::Named(n) => Err(format!(
+                "unknown topology {n:?} (use \"loopback\" or {{ pair = \"...\" }})"
+            )),
             TopologySpec::Pair { pair } => {
                 let args: Vec<String> = pair.split_whitespace().map(str::to_owned).collect();
                 if args.is_empty() {
@@ -301,7 +349,15 @@ mod tests {
     fn parses_a_full_scenario() {
         let s: Scenario = toml::from_str(OK).expect("parse");
         assert_eq!(s.repetitions, DEFAULT_REPETITIONS);
-        assert_eq!(s.topology(), Ok(Topology::Pair(vec!["--rtt".into(), "100ms".into(), "--rate".into(), "1gbit".into()])));
+        assert_eq!(
+            s.topology(),
+            Ok(Topology::Pair(vec![
+                "--rtt".into(),
+                "100ms".into(),
+                "--rate".into(),
+                "1gbit".into()
+            ]))
+        );
         assert_eq!(s.setup[0].host, "b");
         assert_eq!(s.contenders[0].host, "a");
         assert_eq!(s.validate().expect("valid").len(), 2);
@@ -309,7 +365,10 @@ mod tests {
 
     #[test]
     fn loopback_is_the_default_and_other_names_are_refused() {
-        let s: Scenario = toml::from_str("name='x'\nbaseline='a'\n[[contender]]\nname='a'\ncommand='true'\nmetric='elapsed'").expect("parse");
+        let s: Scenario = toml::from_str(
+            "name='x'\nbaseline='a'\n[[contender]]\nname='a'\ncommand='true'\nmetric='elapsed'",
+        )
+        .expect("parse");
         assert_eq!(s.topology(), Ok(Topology::Loopback));
         let s: Scenario = toml::from_str("name='x'\nbaseline='a'\ntopology='wan'\n[[contender]]\nname='a'\ncommand='true'\nmetric='elapsed'").expect("parse");
         assert!(s.validate().is_err());
@@ -318,12 +377,21 @@ mod tests {
     #[test]
     fn inconsistent_scenarios_are_refused() {
         let missing_baseline = OK.replace("baseline = \"one\"", "baseline = \"three\"");
-        let e = toml::from_str::<Scenario>(&missing_baseline).expect("parse").validate().expect_err("invalid");
+        let e = toml::from_str::<Scenario>(&missing_baseline)
+            .expect("parse")
+            .validate()
+            .expect_err("invalid");
         assert!(e.to_string().contains("three"), "{e}");
         let bad_metric = OK.replace("metric = \"elapsed\"", "metric = \"fast\"");
-        assert!(toml::from_str::<Scenario>(&bad_metric).expect("parse").validate().is_err());
+        assert!(toml::from_str::<Scenario>(&bad_metric)
+            .expect("parse")
+            .validate()
+            .is_err());
         let dup = OK.replace("name = \"two\"", "name = \"one\"");
-        assert!(toml::from_str::<Scenario>(&dup).expect("parse").validate().is_err());
+        assert!(toml::from_str::<Scenario>(&dup)
+            .expect("parse")
+            .validate()
+            .is_err());
         assert!(toml::from_str::<Scenario>(&OK.replace("scale = 1e-9", "scael = 1")).is_err());
     }
 
@@ -331,40 +399,74 @@ mod tests {
     fn record_parses_inline_and_as_a_subtable() {
         let s: Scenario = toml::from_str(OK).expect("parse");
         assert!(s.contenders.iter().all(|c| c.record.is_empty()));
-        assert!(s.validate().expect("valid").iter().all(|m| m.record.is_empty()));
+        assert!(s
+            .validate()
+            .expect("valid")
+            .iter()
+            .all(|m| m.record.is_empty()));
         let inline = OK.replace("scale = 1e-9", "scale = 1e-9\nrecord = { retransmits = \"json:end.streams.0.sender.retransmits\", cpu = 'regex:cpu (\\d+)' }");
         let s: Scenario = toml::from_str(&inline).expect("parse");
         let m = s.validate().expect("valid");
         let names: Vec<&str> = m[0].record.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["cpu", "retransmits"]);
-        assert!(matches!(&m[0].record[1].1, Metric::Json(p) if p.join(".") == "end.streams.0.sender.retransmits"));
+        assert!(
+            matches!(&m[0].record[1].1, Metric::Json(p) if p.join(".") == "end.streams.0.sender.retransmits")
+        );
         assert!(matches!(&m[0].record[0].1, Metric::Regex(re) if re.as_str() == r"cpu (\d+)"));
         assert!(m[1].record.is_empty());
         let table = format!("{OK}\n[contender.record]\nrss = \"peak_rss\"\nt = \"elapsed\"\n");
         let s: Scenario = toml::from_str(&table).expect("parse");
-        assert_eq!(s.contenders[1].record.keys().collect::<Vec<_>>(), ["rss", "t"]);
+        assert_eq!(
+            s.contenders[1].record.keys().collect::<Vec<_>>(),
+            ["rss", "t"]
+        );
         let m = s.validate().expect("valid");
-        assert!(matches!(m[1].record.as_slice(), [(a, Metric::PeakRss), (b, Metric::Elapsed)] if a == "rss" && b == "t"));
-        assert!(toml::from_str::<Scenario>(&format!("{OK}\n[contender.record]\nn = 3\n")).is_err(), "a spec must be a string");
+        assert!(
+            matches!(m[1].record.as_slice(), [(a, Metric::PeakRss), (b, Metric::Elapsed)] if a == "rss" && b == "t")
+        );
+        assert!(
+            toml::from_str::<Scenario>(&format!("{OK}\n[contender.record]\nn = 3\n")).is_err(),
+            "a spec must be a string"
+        );
     }
 
     #[test]
     fn bad_record_specs_and_names_are_refused() {
         let with = |record: &str| {
             let text = format!("{OK}\n[contender.record]\n{record}\n");
-            toml::from_str::<Scenario>(&text).expect("parse").validate().expect_err("invalid").to_string()
+            toml::from_str::<Scenario>(&text)
+                .expect("parse")
+                .validate()
+                .expect_err("invalid")
+                .to_string()
         };
         let e = with("cpu = \"regex:no group\"");
-        assert!(e.contains("contender \"two\"") && e.contains("record \"cpu\"") && e.contains("capture group"), "{e}");
+        assert!(
+            e.contains("contender \"two\"")
+                && e.contains("record \"cpu\"")
+                && e.contains("capture group"),
+            "{e}"
+        );
         let e = with("ok = \"json:a\"\nretx = \"fast\"");
-        assert!(e.contains("contender \"two\"") && e.contains("record \"retx\"") && e.contains("\"fast\""), "{e}");
+        assert!(
+            e.contains("contender \"two\"")
+                && e.contains("record \"retx\"")
+                && e.contains("\"fast\""),
+            "{e}"
+        );
         assert!(with("x = \"json:a..b\"").contains("record \"x\""));
         let e = with("\"cpu time\" = \"elapsed\"");
-        assert!(e.contains("record name \"cpu time\"") && e.contains("[A-Za-z0-9_]"), "{e}");
+        assert!(
+            e.contains("record name \"cpu time\"") && e.contains("[A-Za-z0-9_]"),
+            "{e}"
+        );
         assert!(with("\"\" = \"elapsed\"").contains("record name \"\""));
         assert!(with("\"a-b\" = \"elapsed\"").contains("record name \"a-b\""));
         let e = with("value = \"elapsed\"");
-        assert!(e.contains("record name \"value\"") && e.contains("result column"), "{e}");
+        assert!(
+            e.contains("record name \"value\"") && e.contains("result column"),
+            "{e}"
+        );
         assert!(with("peak_rss_kib = \"peak_rss\"").contains("record name \"peak_rss_kib\""));
     }
 }

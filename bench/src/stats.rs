@@ -19,8 +19,16 @@ pub fn spread(values: &[f64]) -> Option<Spread> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-    Some(Spread { median, min: v[0], max: v[n - 1] })
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Some(Spread {
+        median,
+        min: v[0],
+        max: v[n - 1],
+    })
 }
 
 /// `value / baseline`, or `None` when the baseline is zero.
@@ -35,8 +43,18 @@ mod tests {
     #[test]
     fn odd_and_even_medians() {
         let s = spread(&[3.0, 1.0, 2.0]).expect("non-empty");
-        assert_eq!(s, Spread { median: 2.0, min: 1.0, max: 3.0 });
-        assert_eq!(spread(&[4.0, 1.0, 3.0, 2.0]).expect("non-empty").median, 2.5);
+        assert_eq!(
+            s,
+            Spread {
+                median: 2.0,
+                min: 1.0,
+                max: 3.0
+            }
+        );
+        assert_eq!(
+            spread(&[4.0, 1.0, 3.0, 2.0]).expect("non-empty").median,
+            2.5
+        );
         assert_eq!(spread(&[7.0]).expect("non-empty").median, 7.0);
     }
 

@@ -65,25 +65,45 @@ mod tests {
     use super::*;
 
     fn vars() -> Vars {
-        [("tmp", "/t"), ("addr_b", "10.0.0.2")].map(|(k, v)| (k.to_owned(), v.to_owned())).into()
+        [("tmp", "/t"), ("addr_b", "10.0.0.2")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into()
     }
 
     #[test]
     fn substitutes_known_variables() {
-        assert_eq!(render("iperf3 -c {addr_b} --logfile {tmp}/x", &vars()), Ok("iperf3 -c 10.0.0.2 --logfile /t/x".into()));
+        assert_eq!(
+            render("iperf3 -c {addr_b} --logfile {tmp}/x", &vars()),
+            Ok("iperf3 -c 10.0.0.2 --logfile /t/x".into())
+        );
     }
 
     #[test]
     fn doubled_braces_are_literal() {
-        assert_eq!(render("awk '{{print $1}}' {tmp}", &vars()), Ok("awk '{print $1}' /t".into()));
+        assert_eq!(
+            render("awk '{{print $1}}' {tmp}", &vars()),
+            Ok("awk '{print $1}' /t".into())
+        );
     }
 
     #[test]
     fn unknown_and_unbalanced_are_errors() {
         let e = render("{nope}", &vars()).expect_err("unknown");
-        assert!(e.to_string().contains("{nope}") && e.to_string().contains("addr_b"), "{e}");
-        assert!(matches!(render("a {tmp", &vars()), Err(TemplateError::Unbalanced(_))));
-        assert!(matches!(render("a }", &vars()), Err(TemplateError::Unbalanced(_))));
-        assert!(matches!(render("${HOME}", &vars()), Err(TemplateError::Unknown { .. })));
+        assert!(
+            e.to_string().contains("{nope}") && e.to_string().contains("addr_b"),
+            "{e}"
+        );
+        assert!(matches!(
+            render("a {tmp", &vars()),
+            Err(TemplateError::Unbalanced(_))
+        ));
+        assert!(matches!(
+            render("a }", &vars()),
+            Err(TemplateError::Unbalanced(_))
+        ));
+        assert!(matches!(
+            render("${HOME}", &vars()),
+            Err(TemplateError::Unknown { .. })
+        ));
     }
 }

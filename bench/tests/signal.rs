@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 fn read_pid(path: &Path, secs: f64) -> i32 {
     let end = Instant::now() + Duration::from_secs_f64(secs);
     loop {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()) {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
             return pid;
         }
         assert!(Instant::now() < end, "{} never appeared", path.display());
@@ -20,7 +23,12 @@ fn read_pid(path: &Path, secs: f64) -> i32 {
 /// Whether `pid` is a live process (not gone, not a zombie).
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"),
+        Ok(stat) => {
+            stat.rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                != Some("Z")
+        }
         Err(_) => false,
     }
 }
@@ -51,7 +59,12 @@ command = "touch {d}/torn-down"
     )
     .unwrap();
     let mut bench = Command::new(env!("CARGO_BIN_EXE_haul-bench"))
-        .args(["run", &scenario.display().to_string(), "--out", &format!("{d}/out")])
+        .args([
+            "run",
+            &scenario.display().to_string(),
+            "--out",
+            &format!("{d}/out"),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -66,15 +79,30 @@ command = "touch {d}/torn-down"
         if let Some(s) = bench.try_wait().unwrap() {
             break s;
         }
-        assert!(Instant::now() < end, "haul-bench still running 15 s after signal {signal}");
+        assert!(
+            Instant::now() < end,
+            "haul-bench still running 15 s after signal {signal}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     let stderr = std::io::read_to_string(bench.stderr.take().unwrap()).unwrap();
     assert!(!status.success(), "exit status {status}");
-    assert!(stderr.contains(&format!("interrupted by signal {signal}")), "stderr: {stderr}");
-    assert!(!alive(contender), "the contender (pid {contender}) outlived haul-bench");
-    assert!(!alive(server), "the setup server (pid {server}) outlived haul-bench");
-    assert!(dir.path().join("torn-down").exists(), "teardown did not run");
+    assert!(
+        stderr.contains(&format!("interrupted by signal {signal}")),
+        "stderr: {stderr}"
+    );
+    assert!(
+        !alive(contender),
+        "the contender (pid {contender}) outlived haul-bench"
+    );
+    assert!(
+        !alive(server),
+        "the setup server (pid {server}) outlived haul-bench"
+    );
+    assert!(
+        dir.path().join("torn-down").exists(),
+        "teardown did not run"
+    );
 }
 
 #[test]

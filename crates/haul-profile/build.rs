@@ -11,7 +11,10 @@ fn main() {
     let header = Path::new(&include).join("udt.h");
     // Watch the header, or the nearest directory above it that exists, so that installing
     // libudt-dev later re-runs this check (a missing path would re-run it on every build).
-    let watched = header.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
+    let watched = header
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("/"));
     println!("cargo:rerun-if-changed={}", watched.display());
     if !header.exists() {
         println!("cargo:warning=udt.h not found in {include}: building haul-profile without UDT (install libudt-dev for `--transport udt`)");

@@ -26,15 +26,27 @@ fuzz_target!(|data: &[u8]| {
         Err(_) => {}
     }
     // The session id the input claims, so some inputs get past the session check.
-    let session = data.get(4..12).map_or(0, |s| u64::from_be_bytes(s.try_into().expect("8 bytes")));
+    let session = data
+        .get(4..12)
+        .map_or(0, |s| u64::from_be_bytes(s.try_into().expect("8 bytes")));
     // Small buffers keep each run cheap.
-    let cfg = Config { session, mds: 1472, send_buffer: 8, window: 64, ..Config::default() };
+    let cfg = Config {
+        session,
+        mds: 1472,
+        send_buffer: 8,
+        window: 64,
+        ..Config::default()
+    };
     let mut receiver = Receiver::new(cfg.clone(), 1 << 16).expect("valid config");
     let mut out = Vec::new();
     // The Vec sink errors on an out-of-order write, which must never happen.
-    receiver.handle_datagram(1, data, &mut out).expect("in-order writes");
+    receiver
+        .handle_datagram(1, data, &mut out)
+        .expect("in-order writes");
     for chunk in data.chunks(97) {
-        receiver.handle_datagram(2, chunk, &mut out).expect("in-order writes");
+        receiver
+            .handle_datagram(2, chunk, &mut out)
+            .expect("in-order writes");
     }
     let mut buf = vec![0u8; 1472];
     while let Ok(Some(_)) = receiver.poll_transmit(3, &mut buf) {}

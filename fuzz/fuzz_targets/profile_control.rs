@@ -35,10 +35,17 @@ fuzz_target!(|data: &[u8]| {
     for frame in &whole.0 {
         let mut d = Decoder::new();
         d.feed(frame);
-        let again = d.next_msg().expect("a re-encoded frame decodes").expect("and is complete");
+        let again = d
+            .next_msg()
+            .expect("a re-encoded frame decodes")
+            .expect("and is complete");
         assert_eq!(&again.to_bytes(), frame, "re-encoding is stable");
     }
-    assert_eq!(decode(rest, usize::from(ctl) + 1), whole, "chunking changed the messages");
+    assert_eq!(
+        decode(rest, usize::from(ctl) + 1),
+        whole,
+        "chunking changed the messages"
+    );
     let _ = Server::new().feed(rest);
     let _ = Client::new(ProfileParams::default()).feed(rest);
 });

@@ -60,9 +60,16 @@ pub fn pids(name: &str) -> Result<Vec<i32>> {
     let out = Command::new("ip")
         .args(["netns", "pids", name])
         .output()
-        .map_err(|e| Error::Command { cmd: cmd.clone(), detail: e.to_string() })?;
+        .map_err(|e| Error::Command {
+            cmd: cmd.clone(),
+            detail: e.to_string(),
+        })?;
     if !out.status.success() {
-        let detail = format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+        let detail = format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
         return Err(Error::Command { cmd, detail });
     }
     let me = std::process::id() as i32;
@@ -102,12 +109,18 @@ pub fn kill_all(name: &str) -> Result<usize> {
     signal(&first, libc::SIGTERM);
     let left = wait_empty(name, TERM_GRACE)?;
     if !left.is_empty() {
-        tracing::warn!("SIGKILL to {} process(es) in namespace {name} that outlived SIGTERM", left.len());
+        tracing::warn!(
+            "SIGKILL to {} process(es) in namespace {name} that outlived SIGTERM",
+            left.len()
+        );
         signal(&left, libc::SIGKILL);
         let stuck = wait_empty(name, TERM_GRACE)?;
         if !stuck.is_empty() {
             let e = std::io::Error::other("still running after SIGKILL");
-            return Err(Error::sys(format!("ending processes {stuck:?} in namespace {name}"), e));
+            return Err(Error::sys(
+                format!("ending processes {stuck:?} in namespace {name}"),
+                e,
+            ));
         }
     }
     Ok(first.len())
@@ -177,9 +190,13 @@ where
 pub fn allow_all_congestion_controls() -> Result<()> {
     let avail = "/proc/sys/net/ipv4/tcp_available_congestion_control";
     let allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-    let a = std::fs::read_to_string(avail).map_err(|e| Error::sys(format!("reading {avail}"), e))?;
-    let cur = std::fs::read_to_string(allowed).map_err(|e| Error::sys(format!("reading {allowed}"), e))?;
-    if a.split_whitespace().all(|x| cur.split_whitespace().any(|y| y == x)) {
+    let a =
+        std::fs::read_to_string(avail).map_err(|e| Error::sys(format!("reading {avail}"), e))?;
+    let cur = std::fs::read_to_string(allowed)
+        .map_err(|e| Error::sys(format!("reading {allowed}"), e))?;
+    if a.split_whitespace()
+        .all(|x| cur.split_whitespace().any(|y| y == x))
+    {
         return Ok(());
     }
     std::fs::write(allowed, a.trim()).map_err(|e| Error::sys(format!("writing {allowed}"), e))

@@ -65,7 +65,10 @@ fn rtt_matches_configuration_from_1ms_to_400ms() {
                     Ok((n, _)) if n == 4 && buf[..4] == seq.to_be_bytes() => break,
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        assert!(t0.elapsed() < Duration::from_secs(2), "echo reply within 2 s");
+                        assert!(
+                            t0.elapsed() < Duration::from_secs(2),
+                            "echo reply within 2 s"
+                        );
                         std::thread::yield_now();
                     }
                     Err(e) => panic!("recv: {e}"),

@@ -131,8 +131,8 @@ fn flow_vs_mathis(prefix: &str, cc: &str, loss: LossModel) -> Option<f64> {
     set_cc(&client, cc);
     let mss = mss(&client);
     let w_mathis = 1.5f64.sqrt() / p.sqrt(); // packets
-    // About 3× the equilibrium window in flight: the kernel doubles the value, and skb overhead
-    // takes some of that.
+                                             // About 3× the equilibrium window in flight: the kernel doubles the value, and skb overhead
+                                             // takes some of that.
     set_sndbuf(&client, (2.0 * w_mathis * mss) as i32);
     let chunk = vec![7u8; 64 << 10];
     let start = Instant::now();
@@ -195,7 +195,12 @@ fn assert_near_mathis(prefix: &str, cc: &str, loss: LossModel, what: &str) {
 
 #[test]
 fn reno_matches_mathis_under_periodic_loss() {
-    assert_near_mathis("hnt-reno-", "reno", LossModel::Periodic { n: 10_000 }, "Reno");
+    assert_near_mathis(
+        "hnt-reno-",
+        "reno",
+        LossModel::Periodic { n: 10_000 },
+        "Reno",
+    );
 }
 
 #[test]

@@ -69,7 +69,14 @@ impl SendBuffer {
             // slots.len() < max_slots ≤ u32::MAX.
             self.rp.push(self.slots.len() as u32);
             let data = vec![0u8; self.payload].into_boxed_slice();
-            self.slots.push(Slot { seq: 0, len: 0, last_sent: 0, sends: 0, queued: false, data });
+            self.slots.push(Slot {
+                seq: 0,
+                len: 0,
+                last_sent: 0,
+                sends: 0,
+                queued: false,
+                data,
+            });
         }
     }
 
@@ -90,7 +97,10 @@ impl SendBuffer {
 
     /// Lowest sequence number still outstanding, if any.
     pub fn lowest_outstanding(&self) -> Option<u64> {
-        self.op.iter().position(Option::is_some).map(|i| self.op_base + i as u64)
+        self.op
+            .iter()
+            .position(Option::is_some)
+            .map(|i| self.op_base + i as u64)
     }
 
     /// True when a reload could load something: a slot is free in RP or the slab may grow.
@@ -106,7 +116,14 @@ impl SendBuffer {
     /// Refills DQ when it is empty: reloads every RP slot with the next sequence numbers
     /// (`next` onwards, below `end`, at most `limit` of them), growing the slab from the heap
     /// when DQ, RP are both empty. Returns the datagrams loaded.
-    pub fn reload(&mut self, src: &(impl Source + ?Sized), next: u64, end: u64, total: u64, limit: u64) -> io::Result<u64> {
+    pub fn reload(
+        &mut self,
+        src: &(impl Source + ?Sized),
+        next: u64,
+        end: u64,
+        total: u64,
+        limit: u64,
+    ) -> io::Result<u64> {
         if !self.dq.is_empty() || next >= end || limit == 0 {
             return Ok(0);
         }
@@ -153,8 +170,15 @@ impl SendBuffer {
 
     /// Acknowledges `seq`: its slot leaves OP for RP. Returns false if it was not outstanding.
     pub fn ack(&mut self, seq: u64) -> bool {
-        let Some(i) = seq.checked_sub(self.op_base).and_then(|d| usize::try_from(d).ok()) else { return false };
-        let Some(id) = self.op.get_mut(i).and_then(Option::take) else { return false };
+        let Some(i) = seq
+            .checked_sub(self.op_base)
+            .and_then(|d| usize::try_from(d).ok())
+        else {
+            return false;
+        };
+        let Some(id) = self.op.get_mut(i).and_then(Option::take) else {
+            return false;
+        };
         self.rp.push(id);
         self.live -= 1;
         while let Some(None) = self.op.front() {
@@ -181,11 +205,18 @@ impl SendBuffer {
 }
 
 /// Reads exactly `buf.len()` bytes at `offset`, failing if the source ends first.
-pub fn read_exact_at(src: &(impl Source + ?Sized), mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+pub fn read_exact_at(
+    src: &(impl Source + ?Sized),
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> io::Result<()> {
     while !buf.is_empty() {
         let n = src.read_at(buf, offset)?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("PLUT source ended at offset {offset}")));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("PLUT source ended at offset {offset}"),
+            ));
         }
         buf = &mut buf[n..];
         offset += n as u64;
@@ -212,7 +243,10 @@ mod tests {
         // Three slots came back through RP: reloading reuses them without growing.
         assert_eq!(b.reload(&data[..], 4, 26, 256, u64::MAX).unwrap(), 3);
         assert_eq!((b.capacity(), b.grows()), (4, 0));
-        assert_eq!(b.send_next(9).map(|s| s.payload().to_vec()), Some((40..50).collect()));
+        assert_eq!(
+            b.send_next(9).map(|s| s.payload().to_vec()),
+            Some((40..50).collect())
+        );
     }
 
     #[test]

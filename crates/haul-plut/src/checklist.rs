@@ -37,7 +37,16 @@ impl CheckList {
     /// An empty check list for datagrams of `payload` bytes, holding at most `window`.
     pub fn new(payload: usize, window: usize) -> CheckList {
         let window = window.clamp(1, u32::MAX as usize);
-        CheckList { payload, window, next: 0, high: 0, held: VecDeque::new(), held_count: 0, pool: Vec::new(), free: Vec::new() }
+        CheckList {
+            payload,
+            window,
+            next: 0,
+            high: 0,
+            held: VecDeque::new(),
+            held_count: 0,
+            pool: Vec::new(),
+            free: Vec::new(),
+        }
     }
 
     /// Every datagram below this has been written.
@@ -61,8 +70,15 @@ impl CheckList {
     }
 
     /// Takes datagram `seq` (file bytes at `seq × payload`), writing whatever is now in order.
-    pub fn insert(&mut self, seq: u64, payload: &[u8], sink: &mut (impl Sink + ?Sized)) -> io::Result<Insert> {
-        let Some(i) = seq.checked_sub(self.next) else { return Ok(Insert::Duplicate) };
+    pub fn insert(
+        &mut self,
+        seq: u64,
+        payload: &[u8],
+        sink: &mut (impl Sink + ?Sized),
+    ) -> io::Result<Insert> {
+        let Some(i) = seq.checked_sub(self.next) else {
+            return Ok(Insert::Duplicate);
+        };
         let i = match usize::try_from(i) {
             Ok(i) if i < self.window => i,
             _ => return Ok(Insert::OutOfWindow),
@@ -85,7 +101,8 @@ impl CheckList {
             Some(id) => id,
             None => {
                 // pool.len() < window ≤ u32::MAX: a slot per held datagram at most.
-                self.pool.push((vec![0u8; self.payload].into_boxed_slice(), 0));
+                self.pool
+                    .push((vec![0u8; self.payload].into_boxed_slice(), 0));
                 (self.pool.len() - 1) as u32
             }
         };

@@ -143,26 +143,57 @@ impl Config {
             }
         }
         if !(self.max_burst_rtt >= 0.0 && self.max_burst_rtt.is_finite()) {
-            return Err(ConfigError::OutOfRange { name: "max_burst_rtt", value: self.max_burst_rtt, range: "[0, ∞)" });
+            return Err(ConfigError::OutOfRange {
+                name: "max_burst_rtt",
+                value: self.max_burst_rtt,
+                range: "[0, ∞)",
+            });
         }
-        if !matches!(self.ack_interval.max.partial_cmp(&self.ack_interval.min), Some(Ordering::Greater | Ordering::Equal)) {
+        if !matches!(
+            self.ack_interval.max.partial_cmp(&self.ack_interval.min),
+            Some(Ordering::Greater | Ordering::Equal)
+        ) {
             let value = self.ack_interval.max;
-            return Err(ConfigError::OutOfRange { name: "ack_interval.max", value, range: "[ack_interval.min, ∞)" });
+            return Err(ConfigError::OutOfRange {
+                name: "ack_interval.max",
+                value,
+                range: "[ack_interval.min, ∞)",
+            });
         }
         if let RateControl::RobbinsMonro(p) = self.rate_control {
             if !(p.gamma > 0.5 && p.gamma < 1.0) {
-                return Err(ConfigError::OutOfRange { name: "gamma", value: p.gamma, range: "(0.5, 1)" });
+                return Err(ConfigError::OutOfRange {
+                    name: "gamma",
+                    value: p.gamma,
+                    range: "(0.5, 1)",
+                });
             }
             if !(0.0..=1.0).contains(&p.beta) {
-                return Err(ConfigError::OutOfRange { name: "beta", value: p.beta, range: "[0, 1]" });
+                return Err(ConfigError::OutOfRange {
+                    name: "beta",
+                    value: p.beta,
+                    range: "[0, 1]",
+                });
             }
             if !(p.b > 0.0 && p.b < 1.0) {
-                return Err(ConfigError::OutOfRange { name: "b", value: p.b, range: "(0, 1)" });
+                return Err(ConfigError::OutOfRange {
+                    name: "b",
+                    value: p.b,
+                    range: "(0, 1)",
+                });
             }
             if !(p.drain > 0.0 && p.drain <= 1.0) {
-                return Err(ConfigError::OutOfRange { name: "drain", value: p.drain, range: "(0, 1]" });
+                return Err(ConfigError::OutOfRange {
+                    name: "drain",
+                    value: p.drain,
+                    range: "(0, 1]",
+                });
             }
-            for (name, value) in [("probe_gain", p.probe_gain), ("loss_target", p.loss_target), ("settle_tolerance", p.settle_tolerance)] {
+            for (name, value) in [
+                ("probe_gain", p.probe_gain),
+                ("loss_target", p.loss_target),
+                ("settle_tolerance", p.settle_tolerance),
+            ] {
                 if !(value > 0.0 && value.is_finite()) {
                     return Err(ConfigError::NotPositive { name, value });
                 }
@@ -181,15 +212,36 @@ mod tests {
     fn defaults_are_valid_and_bad_values_are_named() {
         assert_eq!(Config::default().validate(), Ok(()));
         assert_eq!(Config::default().payload(), 1432);
-        assert_eq!(Config { mds: 40, ..Config::default() }.validate(), Err(ConfigError::Mds(40)));
-        let rc = RateControl::RobbinsMonro(RmParams { gamma: 0.5, ..RmParams::default() });
+        assert_eq!(
+            Config {
+                mds: 40,
+                ..Config::default()
+            }
+            .validate(),
+            Err(ConfigError::Mds(40))
+        );
+        let rc = RateControl::RobbinsMonro(RmParams {
+            gamma: 0.5,
+            ..RmParams::default()
+        });
         assert!(matches!(
-            Config { rate_control: rc, ..Config::default() }.validate(),
+            Config {
+                rate_control: rc,
+                ..Config::default()
+            }
+            .validate(),
             Err(ConfigError::OutOfRange { name: "gamma", .. })
         ));
         assert!(matches!(
-            Config { nic_rate: f64::NAN, ..Config::default() }.validate(),
-            Err(ConfigError::NotPositive { name: "nic_rate", .. })
+            Config {
+                nic_rate: f64::NAN,
+                ..Config::default()
+            }
+            .validate(),
+            Err(ConfigError::NotPositive {
+                name: "nic_rate",
+                ..
+            })
         ));
     }
 }

@@ -51,7 +51,9 @@ pub trait Sink {
 
 impl Source for [u8] {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
         let n = buf.len().min(self.len() - start);
         buf[..n].copy_from_slice(&self[start..start + n]);
         Ok(n)
@@ -63,7 +65,10 @@ impl Sink for Vec<u8> {
         if offset != self.len() as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("in-order sink at {} got a write at offset {offset}", self.len()),
+                format!(
+                    "in-order sink at {} got a write at offset {offset}",
+                    self.len()
+                ),
             ));
         }
         self.extend_from_slice(buf);

@@ -9,7 +9,7 @@ use crate::checklist::{CheckList, Insert};
 use crate::config::{Config, ConfigError};
 use crate::control::AckSpsa;
 use crate::stats::{DropReason, ReceiverStats, Verdict};
-use crate::wire::{encode_ack, max_ranges, AckHeader, AckKind, Datagram, DataHeader, WireError};
+use crate::wire::{encode_ack, max_ranges, AckHeader, AckKind, DataHeader, Datagram, WireError};
 use crate::{Nanos, Sink, SECOND};
 use std::io;
 
@@ -103,7 +103,12 @@ impl Receiver {
 
     /// Handles one datagram from the network, writing any data now in order to `sink`.
     /// Only a sink error is an error; bad datagrams are dropped, counted and reported.
-    pub fn handle_datagram(&mut self, now: Nanos, datagram: &[u8], sink: &mut (impl Sink + ?Sized)) -> io::Result<Verdict> {
+    pub fn handle_datagram(
+        &mut self,
+        now: Nanos,
+        datagram: &[u8],
+        sink: &mut (impl Sink + ?Sized),
+    ) -> io::Result<Verdict> {
         let parsed = match Datagram::parse(datagram) {
             Ok(d) => d,
             Err(e) => return Ok(self.drop(DropReason::Malformed(e))),
@@ -111,7 +116,9 @@ impl Receiver {
         if parsed.session() != self.cfg.session {
             return Ok(self.drop(DropReason::ForeignSession));
         }
-        let Datagram::Data(h, payload) = parsed else { return Ok(self.drop(DropReason::Unexpected)) };
+        let Datagram::Data(h, payload) = parsed else {
+            return Ok(self.drop(DropReason::Unexpected));
+        };
         if !self.plausible(&h, payload.len()) {
             return Ok(self.drop(DropReason::Forged));
         }
@@ -132,7 +139,8 @@ impl Receiver {
                 Verdict::Accepted
             }
         };
-        self.stats.delivered = (self.list.next_expected() * self.cfg.payload() as u64).min(self.total);
+        self.stats.delivered =
+            (self.list.next_expected() * self.cfg.payload() as u64).min(self.total);
         if h.rtt_us > 0 {
             let rtt = Nanos::from(h.rtt_us) * 1000;
             let shrank = rtt < self.rtt;
@@ -216,17 +224,28 @@ impl Receiver {
     /// Writes the next ACK datagram, if one is due, into `buf` and returns its length. A loss
     /// list too long for one datagram continues in up to `max_ack_datagrams` datagrams; call
     /// this until it returns `None`.
-    pub fn poll_transmit(&mut self, now: Nanos, buf: &mut [u8]) -> Result<Option<usize>, WireError> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, WireError> {
         let (timeout, from, left) = match (self.continuation.take(), self.pending.take()) {
             (Some(c), _) => c,
             (None, Some(kind)) => {
                 self.measure_goodput(now, kind);
                 let timeout = matches!(kind, AckKind::Tnt | AckKind::Tmo);
-                (timeout, self.list.next_expected(), self.cfg.max_ack_datagrams.max(1))
+                (
+                    timeout,
+                    self.list.next_expected(),
+                    self.cfg.max_ack_datagrams.max(1),
+                )
             }
             (None, None) => return Ok(None),
         };
-        let (next, high) = (self.list.next_expected(), self.list.high().max(self.list.next_expected()));
+        let (next, high) = (
+            self.list.next_expected(),
+            self.list.high().max(self.list.next_expected()),
+        );
         let list_start = from.clamp(next, high);
         let max = max_ranges(buf.len().min(self.cfg.mds));
         let truncated = self.list.holes(list_start, &mut self.losses, max);
@@ -240,7 +259,8 @@ impl Receiver {
             high,
             goodput: self.goodput,
             echo_ts: self.echo.0,
-            echo_delay_us: u32::try_from(now.saturating_sub(self.echo.1) / 1000).unwrap_or(u32::MAX),
+            echo_delay_us: u32::try_from(now.saturating_sub(self.echo.1) / 1000)
+                .unwrap_or(u32::MAX),
             interval_us: u32::try_from(self.goodput_window / 1000).unwrap_or(u32::MAX),
             occupancy_ppm: (self.list.occupancy() * 1e6) as u32,
             truncated,
@@ -263,10 +283,18 @@ impl Receiver {
     /// to the datagrams and to the ACK does not move the window, and the sender lines up
     /// exactly the span it sent them in.
     fn measure_goodput(&mut self, now: Nanos, kind: AckKind) {
-        let end = if self.arrived { self.echo.1.max(self.window_start) } else { now };
+        let end = if self.arrived {
+            self.echo.1.max(self.window_start)
+        } else {
+            now
+        };
         let elapsed = end.saturating_sub(self.window_start);
         self.goodput_window = elapsed;
-        self.goodput = if elapsed > 0 { (u128::from(self.interval_bytes) * u128::from(SECOND) / u128::from(elapsed)) as u64 } else { 0 };
+        self.goodput = if elapsed > 0 {
+            (u128::from(self.interval_bytes) * u128::from(SECOND) / u128::from(elapsed)) as u64
+        } else {
+            0
+        };
         if matches!(kind, AckKind::Nxt | AckKind::Rxm) && elapsed > 0 && !self.is_complete() {
             // Eqs. 4–5 of 004: one goodput measurement per ACK interval drives I.
             self.spsa.update(self.goodput as f64);
@@ -281,7 +309,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{Datagram, DataHeader, DATA_HEADER_LEN};
+    use crate::wire::{DataHeader, Datagram, DATA_HEADER_LEN};
 
     #[test]
     fn the_goodput_window_ends_at_the_newest_arrival_not_at_the_ack() {
@@ -294,15 +322,32 @@ mod tests {
         let ms = 1_000_000;
         // 51 datagrams 1 ms apart (0..=50 ms), the first ACK interval being 110 ms (1.1 RTT).
         for seq in 0..=50u64 {
-            let h = DataHeader { session: 0, seq, offset: seq * payload as u64, timestamp: (seq * 1000) as u32, rtt_us: 100_000, len: payload as u16, retransmit: false };
+            let h = DataHeader {
+                session: 0,
+                seq,
+                offset: seq * payload as u64,
+                timestamp: (seq * 1000) as u32,
+                rtt_us: 100_000,
+                len: payload as u16,
+                retransmit: false,
+            };
             h.encode(&mut buf).expect("encode");
             let n = DATA_HEADER_LEN + payload;
-            assert_eq!(r.handle_datagram(seq * ms, &buf[..n], &mut sink).expect("sink"), Verdict::Accepted);
+            assert_eq!(
+                r.handle_datagram(seq * ms, &buf[..n], &mut sink)
+                    .expect("sink"),
+                Verdict::Accepted
+            );
         }
         // The receiving thread gets to the ACK late, at 200 ms.
         r.handle_timeout(200 * ms);
-        let n = r.poll_transmit(200 * ms, &mut buf).expect("ack").expect("an ACK is due");
-        let Ok(Datagram::Ack(ack)) = Datagram::parse(&buf[..n]) else { panic!("not an ACK") };
+        let n = r
+            .poll_transmit(200 * ms, &mut buf)
+            .expect("ack")
+            .expect("an ACK is due");
+        let Ok(Datagram::Ack(ack)) = Datagram::parse(&buf[..n]) else {
+            panic!("not an ACK")
+        };
         // The window is the 50 ms from the first to the newest arrival, whatever the ACK's time.
         assert_eq!(ack.header.interval_us, 50_000);
         let expect = 51 * payload as u64 * 1000 / 50;

@@ -27,7 +27,14 @@ pub(crate) struct Rtt {
 impl Rtt {
     /// Starts from the configured guess.
     pub(crate) fn new(initial: Nanos) -> Rtt {
-        Rtt { srtt: initial.max(1), var: initial / 2, sampled: false, cur_min: 0, cur_start: 0, prev_min: 0 }
+        Rtt {
+            srtt: initial.max(1),
+            var: initial / 2,
+            sampled: false,
+            cur_min: 0,
+            cur_start: 0,
+            prev_min: 0,
+        }
     }
 
     /// Folds in one sample taken at `now`.
@@ -35,11 +42,19 @@ impl Rtt {
         let rtt = rtt.max(1);
         if now.saturating_sub(self.cur_start) >= MIN_RTT_WINDOW {
             // A window with no sample leaves nothing to carry over.
-            self.prev_min = if now.saturating_sub(self.cur_start) >= 2 * MIN_RTT_WINDOW { 0 } else { self.cur_min };
+            self.prev_min = if now.saturating_sub(self.cur_start) >= 2 * MIN_RTT_WINDOW {
+                0
+            } else {
+                self.cur_min
+            };
             self.cur_min = 0;
             self.cur_start = now;
         }
-        self.cur_min = if self.cur_min == 0 { rtt } else { self.cur_min.min(rtt) };
+        self.cur_min = if self.cur_min == 0 {
+            rtt
+        } else {
+            self.cur_min.min(rtt)
+        };
         if !self.sampled {
             self.srtt = rtt;
             self.var = rtt / 2;

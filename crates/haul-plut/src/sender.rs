@@ -13,7 +13,7 @@ use crate::control::{idle_for_rate, Measurement, RateController};
 use crate::rtt::Rtt;
 use crate::sendlog::SendLog;
 use crate::stats::{DropReason, SenderStats, Verdict};
-use crate::wire::{Ack, Datagram, DataHeader, DATA_HEADER_LEN};
+use crate::wire::{Ack, DataHeader, Datagram, DATA_HEADER_LEN};
 use crate::{Nanos, Source, SECOND};
 use std::collections::VecDeque;
 use std::io;
@@ -81,7 +81,11 @@ impl Sender {
         cfg.validate()?;
         let initial = cfg.initial_rate.min(cfg.nic_rate);
         Ok(Sender {
-            buf: SendBuffer::new(cfg.payload(), cfg.send_buffer, cfg.window.max(cfg.send_buffer)),
+            buf: SendBuffer::new(
+                cfg.payload(),
+                cfg.send_buffer,
+                cfg.window.max(cfg.send_buffer),
+            ),
             count: cfg.datagrams(total),
             rtt: Rtt::new(cfg.initial_rtt),
             rate: RateController::new(cfg.rate_control, initial, cfg.nic_rate),
@@ -161,7 +165,9 @@ impl Sender {
     }
 
     fn window_end(&self) -> u64 {
-        self.peer_next.saturating_add(self.cfg.window as u64).min(self.count)
+        self.peer_next
+            .saturating_add(self.cfg.window as u64)
+            .min(self.count)
     }
 
     /// True when [`Sender::poll_transmit`] has something to send once pacing allows.
@@ -201,12 +207,21 @@ impl Sender {
 
     /// Writes the next datagram into `buf` (at least MDS bytes) if pacing allows one now,
     /// loading file data from `src` into free buffer slots as needed.
-    pub fn poll_transmit(&mut self, now: Nanos, buf: &mut [u8], src: &(impl Source + ?Sized)) -> io::Result<Option<usize>> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        buf: &mut [u8],
+        src: &(impl Source + ?Sized),
+    ) -> io::Result<Option<usize>> {
         if self.is_done() || (now as f64) < self.next_send {
             return Ok(None);
         }
         if buf.len() < self.cfg.mds {
-            let msg = format!("PLUT transmit buffer of {} bytes is below the MDS {}", buf.len(), self.cfg.mds);
+            let msg = format!(
+                "PLUT transmit buffer of {} bytes is below the MDS {}",
+                buf.len(),
+                self.cfg.mds
+            );
             return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
         }
         let n = match self.pick_retransmission(now) {
@@ -224,7 +239,9 @@ impl Sender {
         let base = if std::mem::take(&mut self.starved) {
             now as f64
         } else {
-            let credit = (f64::from(self.cfg.max_burst) * gap).max(self.cfg.max_burst_time as f64).max(self.cfg.max_burst_rtt * self.rtt.srtt() as f64);
+            let credit = (f64::from(self.cfg.max_burst) * gap)
+                .max(self.cfg.max_burst_time as f64)
+                .max(self.cfg.max_burst_rtt * self.rtt.srtt() as f64);
             self.next_send.max(now as f64 - credit)
         };
         self.next_send = base + gap;
@@ -277,14 +294,26 @@ impl Sender {
         Some(n)
     }
 
-    fn emit_new(&mut self, now: Nanos, out: &mut [u8], src: &(impl Source + ?Sized)) -> io::Result<Option<usize>> {
+    fn emit_new(
+        &mut self,
+        now: Nanos,
+        out: &mut [u8],
+        src: &(impl Source + ?Sized),
+    ) -> io::Result<Option<usize>> {
         if !self.buf.has_queued() {
             let limit = self.window_end().saturating_sub(self.next_load);
-            self.next_load += self.buf.reload(src, self.next_load, self.count, self.total, limit)?;
+            self.next_load +=
+                self.buf
+                    .reload(src, self.next_load, self.count, self.total, limit)?;
         }
-        let Some((seq, len)) = self.buf.send_next(now).map(|slot| (slot.seq, slot.len)) else { return Ok(None) };
+        let Some((seq, len)) = self.buf.send_next(now).map(|slot| (slot.seq, slot.len)) else {
+            return Ok(None);
+        };
         let h = self.header(now, seq, len, false);
-        let n = self.buf.get_mut(h.seq).and_then(|slot| write_datagram(&h, slot.payload(), out));
+        let n = self
+            .buf
+            .get_mut(h.seq)
+            .and_then(|slot| write_datagram(&h, slot.payload(), out));
         self.sent_high = self.sent_high.max(h.seq + 1);
         self.count_sent(now, usize::from(h.len), false);
         Ok(n)
@@ -310,7 +339,12 @@ impl Sender {
     /// (≤ `now`, e.g. the kernel's receive time): the RTT sample ends there, so how late the
     /// sending thread got round to the ACK does not count as path delay (queueing delay
     /// steers the rate, see `RmParams::max_queue`). Everything else happens at `now`.
-    pub fn handle_datagram_received(&mut self, now: Nanos, arrived: Nanos, datagram: &[u8]) -> Verdict {
+    pub fn handle_datagram_received(
+        &mut self,
+        now: Nanos,
+        arrived: Nanos,
+        datagram: &[u8],
+    ) -> Verdict {
         let parsed = match Datagram::parse(datagram) {
             Ok(d) => d,
             Err(e) => {
@@ -328,7 +362,10 @@ impl Sender {
         };
         let h = ack.header;
         // Serial-number comparison, so the 32-bit ACK counter may wrap.
-        if self.last_ack_seq.is_some_and(|last| h.ack_seq.wrapping_sub(last) as i32 <= 0) {
+        if self
+            .last_ack_seq
+            .is_some_and(|last| h.ack_seq.wrapping_sub(last) as i32 <= 0)
+        {
             self.stats.stale += 1;
             return Verdict::Dropped(DropReason::Stale);
         }
@@ -338,9 +375,12 @@ impl Sender {
         }
         self.last_ack_seq = Some(h.ack_seq);
         self.stats.acks += 1;
-        let sample_us = ((arrived.min(now) / 1000) as u32).wrapping_sub(h.echo_ts).wrapping_sub(h.echo_delay_us);
+        let sample_us = ((arrived.min(now) / 1000) as u32)
+            .wrapping_sub(h.echo_ts)
+            .wrapping_sub(h.echo_delay_us);
         if sample_us < 60_000_000 {
-            self.rtt.sample(now, (Nanos::from(sample_us) * 1000).max(self.cfg.min_rtt));
+            self.rtt
+                .sample(now, (Nanos::from(sample_us) * 1000).max(self.cfg.min_rtt));
         }
         let before = (self.buf.outstanding(), self.peer_high);
         self.apply_ack(&ack);
@@ -349,16 +389,21 @@ impl Sender {
         self.step.goodput = h.goodput as f64;
         // The receiver's goodput window ended at the arrival of the echoed datagram, so the
         // window's datagrams were sent in the span of the same length before the echoed one.
-        let echoed_send = now.saturating_sub(Nanos::from(((now / 1000) as u32).wrapping_sub(h.echo_ts)) * 1000);
+        let echoed_send =
+            now.saturating_sub(Nanos::from(((now / 1000) as u32).wrapping_sub(h.echo_ts)) * 1000);
         let span = Nanos::from(h.interval_us) * 1000;
         self.step.window_start = echoed_send.saturating_sub(span);
-        self.step.offered = self.log.rate(self.step.window_start, echoed_send).unwrap_or(0.0);
+        self.step.offered = self
+            .log
+            .rate(self.step.window_start, echoed_send)
+            .unwrap_or(0.0);
         self.step.occupancy = f64::from(h.occupancy_ppm) / 1e6;
         // Only an ACK that reports progress re-arms the RTO: repeated timeout ACKs from a
         // receiver that hears nothing must not keep a stalled sender from probing.
         if (self.buf.outstanding(), self.peer_high) != before || self.is_done() {
             self.backoff = 0;
-            self.rto_deadline = (!self.is_done() && self.buf.outstanding() > 0).then(|| now + self.rto());
+            self.rto_deadline =
+                (!self.is_done() && self.buf.outstanding() > 0).then(|| now + self.rto());
         }
         self.maybe_step(now);
         Verdict::Accepted
@@ -371,7 +416,11 @@ impl Sender {
         self.buf.ack_below(h.next_expected);
         let mut cursor = h.list_start;
         // A continuation ACK (list_start past next_expected) says nothing below list_start.
-        let covered_from = if h.list_start > h.next_expected { self.peer_high.max(h.list_start) } else { self.peer_high };
+        let covered_from = if h.list_start > h.next_expected {
+            self.peer_high.max(h.list_start)
+        } else {
+            self.peer_high
+        };
         let mut lost = 0;
         for (start, end) in ack.losses() {
             for seq in cursor..start {
@@ -407,7 +456,9 @@ impl Sender {
         let echoed_send = now.saturating_sub(ago);
         let reorder = self.rtt.srtt() / 4;
         for seq in h.high..self.sent_high {
-            let Some(slot) = self.buf.get_mut(seq) else { continue };
+            let Some(slot) = self.buf.get_mut(seq) else {
+                continue;
+            };
             if slot.last_sent + reorder < echoed_send {
                 self.queue_retransmission(seq);
             } else if slot.sends == 1 {
@@ -431,11 +482,16 @@ impl Sender {
         let samples = self.step.lost + self.step.received;
         // While probing, every ACK is a step: the probe's doubling is gated on the goodput
         // window having seen the current rate, and the bottleneck shows one ACK sooner.
-        let min_elapsed = if self.rate.probing() { 1 } else { self.rtt.srtt() };
+        let min_elapsed = if self.rate.probing() {
+            1
+        } else {
+            self.rtt.srtt()
+        };
         // At a low rate (large datagrams, or a rate cut far down) `min_step_datagrams` would
         // take seconds per step and the controller could not climb back; a step also ends
         // after `LONG_STEP_RTTS` round trips (at least `LONG_STEP`) with `LONG_STEP_SAMPLES`.
-        let long = elapsed >= (LONG_STEP_RTTS * self.rtt.srtt()).max(LONG_STEP) && samples >= LONG_STEP_SAMPLES;
+        let long = elapsed >= (LONG_STEP_RTTS * self.rtt.srtt()).max(LONG_STEP)
+            && samples >= LONG_STEP_SAMPLES;
         if elapsed < min_elapsed || (samples < self.cfg.min_step_datagrams && !long) {
             return;
         }
@@ -447,7 +503,11 @@ impl Sender {
             send_rate: wire * s.bytes as f64 * SECOND as f64 / elapsed as f64,
             goodput: wire * s.goodput,
             offered_rate: wire * s.offered,
-            retransmit_fraction: if s.bytes == 0 { 0.0 } else { s.retransmitted as f64 / s.bytes as f64 },
+            retransmit_fraction: if s.bytes == 0 {
+                0.0
+            } else {
+                s.retransmitted as f64 / s.bytes as f64
+            },
             lost: s.lost,
             received: s.received,
             occupancy: s.occupancy,
@@ -463,7 +523,10 @@ impl Sender {
         }
         self.last = m;
         self.stats.control_steps += 1;
-        self.step = Step { start: now, ..Step::default() };
+        self.step = Step {
+            start: now,
+            ..Step::default()
+        };
     }
 }
 
@@ -482,13 +545,26 @@ mod tests {
     /// Datagrams `poll_transmit` lets out at once after the sender was not polled for `away`.
     fn burst_after(max_burst_time: Nanos, max_burst_rtt: f64, away: Nanos) -> usize {
         // 100 Mb/s in 1472-byte datagrams: one every 117.76 µs; the RTT is the initial 100 ms.
-        let cfg = Config { initial_rate: 12.5e6, max_burst: 4, max_burst_time, max_burst_rtt, ..Config::default() };
+        let cfg = Config {
+            initial_rate: 12.5e6,
+            max_burst: 4,
+            max_burst_time,
+            max_burst_rtt,
+            ..Config::default()
+        };
         let data = vec![7u8; 4 << 20];
         let mut s = Sender::new(cfg.clone(), data.len() as u64).expect("config");
         let mut buf = vec![0u8; cfg.mds];
-        assert!(s.poll_transmit(0, &mut buf, &data[..]).expect("source").is_some());
+        assert!(s
+            .poll_transmit(0, &mut buf, &data[..])
+            .expect("source")
+            .is_some());
         let mut n = 0;
-        while s.poll_transmit(away, &mut buf, &data[..]).expect("source").is_some() {
+        while s
+            .poll_transmit(away, &mut buf, &data[..])
+            .expect("source")
+            .is_some()
+        {
             n += 1;
         }
         n
@@ -498,7 +574,15 @@ mod tests {
     fn time_with_nothing_to_send_earns_no_burst() {
         // 100 Mb/s, a 2 ms catch-up credit (17 datagrams), and a window of 64 datagrams that
         // fills in 7.5 ms; the ACK that opens it again comes at 150 ms.
-        let cfg = Config { initial_rate: 12.5e6, max_burst: 4, max_burst_time: 2_000_000, max_burst_rtt: 0.0, window: 64, send_buffer: 64, ..Config::default() };
+        let cfg = Config {
+            initial_rate: 12.5e6,
+            max_burst: 4,
+            max_burst_time: 2_000_000,
+            max_burst_rtt: 0.0,
+            window: 64,
+            send_buffer: 64,
+            ..Config::default()
+        };
         let data = vec![7u8; 1 << 20];
         let mut s = Sender::new(cfg.clone(), data.len() as u64).expect("config");
         let mut r = crate::Receiver::new(cfg.clone(), data.len() as u64).expect("config");
@@ -516,10 +600,20 @@ mod tests {
         assert_eq!(sent, 64, "the window stops the sender");
         now = 150_000_000;
         r.handle_timeout(now);
-        let n = r.poll_transmit(now, &mut buf).expect("ack").expect("an ACK is due");
-        assert!(matches!(s.handle_datagram(now, &buf[..n]), Verdict::Accepted));
+        let n = r
+            .poll_transmit(now, &mut buf)
+            .expect("ack")
+            .expect("an ACK is due");
+        assert!(matches!(
+            s.handle_datagram(now, &buf[..n]),
+            Verdict::Accepted
+        ));
         let mut burst = 0;
-        while s.poll_transmit(now, &mut buf, &data[..]).expect("source").is_some() {
+        while s
+            .poll_transmit(now, &mut buf, &data[..])
+            .expect("source")
+            .is_some()
+        {
             burst += 1;
         }
         assert_eq!(burst, 1, "paced from the ACK on, not a 2 ms burst");
@@ -529,7 +623,10 @@ mod tests {
     fn a_slow_sender_still_takes_control_steps() {
         // 15 datagrams a second (a rate cut to the floor with large datagrams): the 200
         // datagrams of `min_step_datagrams` would take 13 s; a step ends after ~1 s instead.
-        let cfg = Config { initial_rate: 15.0 * 1472.0, ..Config::default() };
+        let cfg = Config {
+            initial_rate: 15.0 * 1472.0,
+            ..Config::default()
+        };
         let data = vec![7u8; 1 << 20];
         let mut s = Sender::new(cfg.clone(), data.len() as u64).expect("config");
         let mut r = crate::Receiver::new(cfg.clone(), data.len() as u64).expect("config");
@@ -546,7 +643,10 @@ mod tests {
             }
             s.handle_timeout(now);
         }
-        assert!(s.stats().control_steps >= 1, "no control step in 3 s at 15 datagrams/s");
+        assert!(
+            s.stats().control_steps >= 1,
+            "no control step in 3 s at 15 datagrams/s"
+        );
     }
 
     #[test]

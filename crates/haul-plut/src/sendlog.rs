@@ -31,7 +31,9 @@ impl SendLog {
 
     fn total_at(&self, t: Nanos) -> Option<u64> {
         let i = self.entries.partition_point(|e| e.0 <= t);
-        i.checked_sub(1).and_then(|i| self.entries.get(i)).map(|e| e.1)
+        i.checked_sub(1)
+            .and_then(|i| self.entries.get(i))
+            .map(|e| e.1)
     }
 
     /// Bytes/s sent in [from, to), if the history reaches back that far.

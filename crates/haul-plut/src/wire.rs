@@ -178,8 +178,15 @@ impl DataHeader {
     /// Writes the header into `buf[..DATA_HEADER_LEN]`; the payload goes after it.
     pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
         let (need, got) = (DATA_HEADER_LEN, buf.len());
-        let b = buf.get_mut(..need).ok_or(WireError::BufferTooSmall { got, need })?;
-        put_common(b, TYPE_DATA, if self.retransmit { FLAG_RETRANSMIT } else { 0 }, self.session);
+        let b = buf
+            .get_mut(..need)
+            .ok_or(WireError::BufferTooSmall { got, need })?;
+        put_common(
+            b,
+            TYPE_DATA,
+            if self.retransmit { FLAG_RETRANSMIT } else { 0 },
+            self.session,
+        );
         b[12..20].copy_from_slice(&self.seq.to_be_bytes());
         b[20..28].copy_from_slice(&self.offset.to_be_bytes());
         b[28..32].copy_from_slice(&self.timestamp.to_be_bytes());
@@ -231,7 +238,9 @@ pub struct Ack<'a> {
 impl<'a> Ack<'a> {
     /// The loss ranges `[start, end)` in increasing order.
     pub fn losses(&self) -> impl Iterator<Item = (u64, u64)> + 'a {
-        self.raw_ranges.chunks_exact(RANGE_LEN).map(|c| (be64(&c[..8]), be64(&c[8..])))
+        self.raw_ranges
+            .chunks_exact(RANGE_LEN)
+            .map(|c| (be64(&c[..8]), be64(&c[8..])))
     }
 
     /// Number of loss ranges.
@@ -253,7 +262,10 @@ impl<'a> Datagram<'a> {
     /// Parses and validates one datagram.
     pub fn parse(b: &'a [u8]) -> Result<Datagram<'a>, WireError> {
         if b.len() < COMMON_LEN {
-            return Err(WireError::Truncated { got: b.len(), need: COMMON_LEN });
+            return Err(WireError::Truncated {
+                got: b.len(),
+                need: COMMON_LEN,
+            });
         }
         if b[0] != VERSION {
             return Err(WireError::Version(b[0]));
@@ -277,11 +289,17 @@ impl<'a> Datagram<'a> {
 
 fn parse_data(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagram<'_>, WireError> {
     if b.len() < DATA_HEADER_LEN {
-        return Err(WireError::Truncated { got: b.len(), need: DATA_HEADER_LEN });
+        return Err(WireError::Truncated {
+            got: b.len(),
+            need: DATA_HEADER_LEN,
+        });
     }
     let tail = u16::from_be_bytes([b[38], b[39]]);
     if flags & !FLAG_RETRANSMIT != 0 || reserved != 0 || tail != 0 {
-        return Err(WireError::Reserved { flags, reserved: u16::from(reserved) | tail });
+        return Err(WireError::Reserved {
+            flags,
+            reserved: u16::from(reserved) | tail,
+        });
     }
     let h = DataHeader {
         session,
@@ -294,7 +312,10 @@ fn parse_data(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagra
     };
     let payload = &b[DATA_HEADER_LEN..];
     if payload.len() != usize::from(h.len) {
-        return Err(WireError::Length { field: usize::from(h.len), actual: payload.len() });
+        return Err(WireError::Length {
+            field: usize::from(h.len),
+            actual: payload.len(),
+        });
     }
     if h.offset.checked_add(u64::from(h.len)).is_none() {
         return Err(WireError::Overflow(h.offset));
@@ -304,16 +325,26 @@ fn parse_data(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagra
 
 fn parse_ack(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagram<'_>, WireError> {
     if b.len() < ACK_FIXED_LEN {
-        return Err(WireError::Truncated { got: b.len(), need: ACK_FIXED_LEN });
+        return Err(WireError::Truncated {
+            got: b.len(),
+            need: ACK_FIXED_LEN,
+        });
     }
     if flags & !FLAG_TRUNCATED != 0 || reserved != 0 || b[13] != 0 {
-        return Err(WireError::Reserved { flags, reserved: u16::from(reserved) | u16::from(b[13]) });
+        return Err(WireError::Reserved {
+            flags,
+            reserved: u16::from(reserved) | u16::from(b[13]),
+        });
     }
     let kind = AckKind::from_byte(b[12])?;
     let count = usize::from(u16::from_be_bytes([b[14], b[15]]));
     let raw_ranges = &b[ACK_FIXED_LEN..];
     if raw_ranges.len() != count * RANGE_LEN || kind.has_losses() != (count > 0) {
-        return Err(WireError::RangeCount { kind, count, len: b.len() });
+        return Err(WireError::RangeCount {
+            kind,
+            count,
+            len: b.len(),
+        });
     }
     let header = AckHeader {
         session,
@@ -331,7 +362,13 @@ fn parse_ack(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagram
     };
     let ack = Ack { header, raw_ranges };
     let (next, high) = (header.next_expected, header.high);
-    let bad = |index, start, end| WireError::Ranges { index, start, end, next, high };
+    let bad = |index, start, end| WireError::Ranges {
+        index,
+        start,
+        end,
+        next,
+        high,
+    };
     if next > header.list_start || header.list_start > high {
         return Err(bad(0, header.list_start, high));
     }
@@ -349,14 +386,29 @@ fn parse_ack(b: &[u8], flags: u8, reserved: u8, session: u64) -> Result<Datagram
 
 /// Encodes an ACK with its loss ranges into `buf`, returning the datagram length. The kind
 /// must agree with whether `losses` is empty; ranges must be sorted and inside [next, high).
-pub fn encode_ack(h: &AckHeader, losses: &[(u64, u64)], buf: &mut [u8]) -> Result<usize, WireError> {
+pub fn encode_ack(
+    h: &AckHeader,
+    losses: &[(u64, u64)],
+    buf: &mut [u8],
+) -> Result<usize, WireError> {
     let count = losses.len();
     if h.kind.has_losses() != (count > 0) || count > usize::from(u16::MAX) {
-        return Err(WireError::RangeCount { kind: h.kind, count, len: ACK_FIXED_LEN + count * RANGE_LEN });
+        return Err(WireError::RangeCount {
+            kind: h.kind,
+            count,
+            len: ACK_FIXED_LEN + count * RANGE_LEN,
+        });
     }
     let (need, got) = (ACK_FIXED_LEN + count * RANGE_LEN, buf.len());
-    let b = buf.get_mut(..need).ok_or(WireError::BufferTooSmall { got, need })?;
-    put_common(b, TYPE_ACK, if h.truncated { FLAG_TRUNCATED } else { 0 }, h.session);
+    let b = buf
+        .get_mut(..need)
+        .ok_or(WireError::BufferTooSmall { got, need })?;
+    put_common(
+        b,
+        TYPE_ACK,
+        if h.truncated { FLAG_TRUNCATED } else { 0 },
+        h.session,
+    );
     b[12] = h.kind.to_byte();
     b[13] = 0;
     // count ≤ u16::MAX was checked above.
@@ -427,24 +479,49 @@ mod tests {
     fn ack_round_trip_and_range_checks() {
         let mut buf = [0u8; 200];
         let n = encode_ack(&ack(AckKind::Rxm), &[(10, 12), (20, 40)], &mut buf).unwrap();
-        let Ok(Datagram::Ack(a)) = Datagram::parse(&buf[..n]) else { panic!("not an ack") };
+        let Ok(Datagram::Ack(a)) = Datagram::parse(&buf[..n]) else {
+            panic!("not an ack")
+        };
         assert_eq!(a.header, ack(AckKind::Rxm));
         assert_eq!(a.losses().collect::<Vec<_>>(), vec![(10, 12), (20, 40)]);
         // Adjacent ranges, a range past `high`, and an NXT with losses are all rejected.
-        for (kind, r) in [(AckKind::Rxm, [(10, 12), (12, 14)]), (AckKind::Tmo, [(10, 12), (30, 41)])] {
+        for (kind, r) in [
+            (AckKind::Rxm, [(10, 12), (12, 14)]),
+            (AckKind::Tmo, [(10, 12), (30, 41)]),
+        ] {
             let n = encode_ack(&ack(kind), &r, &mut buf).unwrap();
-            assert!(matches!(Datagram::parse(&buf[..n]), Err(WireError::Ranges { index: 1, .. })));
+            assert!(matches!(
+                Datagram::parse(&buf[..n]),
+                Err(WireError::Ranges { index: 1, .. })
+            ));
         }
         assert!(encode_ack(&ack(AckKind::Nxt), &[(10, 11)], &mut buf).is_err());
     }
 
     #[test]
     fn data_length_must_match() {
-        let h = DataHeader { session: 1, seq: 2, offset: 3, timestamp: 4, rtt_us: 5, len: 3, retransmit: true };
+        let h = DataHeader {
+            session: 1,
+            seq: 2,
+            offset: 3,
+            timestamp: 4,
+            rtt_us: 5,
+            len: 3,
+            retransmit: true,
+        };
         let mut buf = [0u8; 44];
         h.encode(&mut buf).unwrap();
-        assert_eq!(Datagram::parse(&buf[..43]).unwrap(), Datagram::Data(h, &[0, 0, 0]));
-        assert_eq!(Datagram::parse(&buf), Err(WireError::Length { field: 3, actual: 4 }));
+        assert_eq!(
+            Datagram::parse(&buf[..43]).unwrap(),
+            Datagram::Data(h, &[0, 0, 0])
+        );
+        assert_eq!(
+            Datagram::parse(&buf),
+            Err(WireError::Length {
+                field: 3,
+                actual: 4
+            })
+        );
         buf[0] = 9;
         assert_eq!(Datagram::parse(&buf), Err(WireError::Version(9)));
     }

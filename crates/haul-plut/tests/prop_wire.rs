@@ -2,7 +2,9 @@
 //! accepts re-encodes to the same bytes; valid DATA and ACK datagrams round-trip exactly; and a
 //! receiver fed arbitrary bytes never writes anything or crashes.
 
-use haul_plut::wire::{encode_ack, AckHeader, AckKind, Datagram, DataHeader, ACK_FIXED_LEN, DATA_HEADER_LEN, RANGE_LEN};
+use haul_plut::wire::{
+    encode_ack, AckHeader, AckKind, DataHeader, Datagram, ACK_FIXED_LEN, DATA_HEADER_LEN, RANGE_LEN,
+};
 use haul_plut::{Config, Receiver, Verdict};
 use proptest::prelude::*;
 
@@ -26,7 +28,12 @@ fn encode(d: &Datagram<'_>) -> Vec<u8> {
 }
 
 fn kind() -> impl Strategy<Value = AckKind> {
-    prop_oneof![Just(AckKind::Nxt), Just(AckKind::Rxm), Just(AckKind::Tnt), Just(AckKind::Tmo)]
+    prop_oneof![
+        Just(AckKind::Nxt),
+        Just(AckKind::Rxm),
+        Just(AckKind::Tnt),
+        Just(AckKind::Tmo)
+    ]
 }
 
 proptest! {

@@ -61,11 +61,17 @@ pub enum ProfileError {
 impl ProfileError {
     /// An IO error with context.
     pub fn io(what: impl Into<String>, source: std::io::Error) -> ProfileError {
-        ProfileError::Io { what: what.into(), source }
+        ProfileError::Io {
+            what: what.into(),
+            source,
+        }
     }
 
     /// A parameter error.
     pub fn param(name: impl Into<String>, reason: impl Into<String>) -> ProfileError {
-        ProfileError::Param { name: name.into(), reason: reason.into() }
+        ProfileError::Param {
+            name: name.into(),
+            reason: reason.into(),
+        }
     }
 }

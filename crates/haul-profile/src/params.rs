@@ -66,7 +66,9 @@ impl FromStr for TransportKind {
             "udp" => Ok(TransportKind::Udp),
             "udt" => Ok(TransportKind::Udt),
             "plut" => Ok(TransportKind::Plut),
-            o => Err(format!("unknown transport {o:?} (expected tcp, udp, udt or plut)")),
+            o => Err(format!(
+                "unknown transport {o:?} (expected tcp, udp, udt or plut)"
+            )),
         }
     }
 }
@@ -162,7 +164,9 @@ impl FromStr for PlutController {
         match s.to_ascii_lowercase().as_str() {
             "rm" | "robbins-monro" => Ok(PlutController::Rm),
             "tsunami" | "aret" => Ok(PlutController::Tsunami),
-            o => Err(format!("unknown PLUT controller {o:?} (expected rm or tsunami)")),
+            o => Err(format!(
+                "unknown PLUT controller {o:?} (expected rm or tsunami)"
+            )),
         }
     }
 }
@@ -242,7 +246,9 @@ impl Default for ProfileParams {
 
 /// l = k(m − 16) − 1, TPG's default block form (Eq. 3.3 of 000).
 pub fn udt_block(k: u64, packet: u32) -> u64 {
-    (k * (u64::from(packet).saturating_sub(UDT_HEADER))).saturating_sub(1).max(1)
+    (k * (u64::from(packet).saturating_sub(UDT_HEADER)))
+        .saturating_sub(1)
+        .max(1)
 }
 
 impl ProfileParams {
@@ -272,7 +278,9 @@ impl ProfileParams {
             (None, TransportKind::Udp) => Some(1_000_000_000),
             _ => None,
         };
-        total.filter(|r| *r > 0).map(|r| r as f64 / f64::from(self.streams.max(1)))
+        total
+            .filter(|r| *r > 0)
+            .map(|r| r as f64 / f64::from(self.streams.max(1)))
     }
 
     /// The UDT block-size warning: an exact multiple of the payload m − 16 leaves no irregular
@@ -294,34 +302,65 @@ impl ProfileParams {
     /// Checks ranges and consistency; names the offending flag.
     pub fn validate(&self) -> Result<()> {
         if self.streams == 0 || self.streams > MAX_STREAMS {
-            return Err(ProfileError::param("-P", format!("{} streams (1..={MAX_STREAMS})", self.streams)));
+            return Err(ProfileError::param(
+                "-P",
+                format!("{} streams (1..={MAX_STREAMS})", self.streams),
+            ));
         }
-        if self.bytes.is_none() && !(self.duration_s.is_finite() && self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
-            return Err(ProfileError::param("-t", format!("duration {} s (0 < d <= 86400)", self.duration_s)));
+        if self.bytes.is_none()
+            && !(self.duration_s.is_finite()
+                && self.duration_s > 0.0
+                && self.duration_s <= 86_400.0)
+        {
+            return Err(ProfileError::param(
+                "-t",
+                format!("duration {} s (0 < d <= 86400)", self.duration_s),
+            ));
         }
         if self.bytes == Some(0) {
             return Err(ProfileError::param("-n", "byte count must be positive"));
         }
         let l = self.block_size();
         if l == 0 || l > MAX_BLOCK {
-            return Err(ProfileError::param("-l", format!("block size {l} (1..={MAX_BLOCK})")));
+            return Err(ProfileError::param(
+                "-l",
+                format!("block size {l} (1..={MAX_BLOCK})"),
+            ));
         }
         let m = self.packet_size();
         if !(64..=65_000).contains(&m) {
-            return Err(ProfileError::param("-M", format!("packet size {m} (64..=65000)")));
+            return Err(ProfileError::param(
+                "-M",
+                format!("packet size {m} (64..=65000)"),
+            ));
         }
         if self.transport == TransportKind::Udp && l < 16 {
-            return Err(ProfileError::param("-l", "UDP blocks carry a 16-byte sequence header: need >= 16"));
+            return Err(ProfileError::param(
+                "-l",
+                "UDP blocks carry a 16-byte sequence header: need >= 16",
+            ));
         }
         if !(self.interval_s.is_finite() && self.interval_s >= 0.0) {
-            return Err(ProfileError::param("-i", format!("interval {}", self.interval_s)));
+            return Err(ProfileError::param(
+                "-i",
+                format!("interval {}", self.interval_s),
+            ));
         }
         if !(self.idle_timeout_s.is_finite() && self.idle_timeout_s > 0.0) {
-            return Err(ProfileError::param("--idle-timeout", format!("{}", self.idle_timeout_s)));
+            return Err(ProfileError::param(
+                "--idle-timeout",
+                format!("{}", self.idle_timeout_s),
+            ));
         }
         if let Some(cc) = &self.tcp.congestion {
-            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(ProfileError::param("--congestion", format!("{cc:?} is not a congestion-control name")));
+            if cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(ProfileError::param(
+                    "--congestion",
+                    format!("{cc:?} is not a congestion-control name"),
+                ));
             }
         }
         Ok(())
@@ -342,13 +381,24 @@ mod tests {
 
     #[test]
     fn block_warning_fires_only_on_exact_multiples_for_udt() {
-        let mut p = ProfileParams { transport: TransportKind::Udt, packet: Some(8972), block: Some(89_560), ..Default::default() };
+        let mut p = ProfileParams {
+            transport: TransportKind::Udt,
+            packet: Some(8972),
+            block: Some(89_560),
+            ..Default::default()
+        };
         let w = p.block_warning().expect("warning");
-        assert!(w.contains("exact multiple (10x)") && w.contains("89559"), "{w}");
+        assert!(
+            w.contains("exact multiple (10x)") && w.contains("89559"),
+            "{w}"
+        );
         p.block = Some(89_559);
         assert!(p.block_warning().is_none());
         p.block = None;
-        assert!(p.block_warning().is_none(), "the default block follows k(m-16)-1");
+        assert!(
+            p.block_warning().is_none(),
+            "the default block follows k(m-16)-1"
+        );
         p.transport = TransportKind::Tcp;
         p.block = Some(89_560);
         assert!(p.block_warning().is_none());
@@ -364,9 +414,18 @@ mod tests {
 
     #[test]
     fn validation_names_the_flag() {
-        let p = ProfileParams { streams: 0, ..Default::default() };
+        let p = ProfileParams {
+            streams: 0,
+            ..Default::default()
+        };
         assert!(p.validate().unwrap_err().to_string().contains("-P"));
-        let p = ProfileParams { tcp: TcpOptions { congestion: Some("bbr;rm".into()), ..Default::default() }, ..Default::default() };
+        let p = ProfileParams {
+            tcp: TcpOptions {
+                congestion: Some("bbr;rm".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         assert!(p.validate().is_err());
         assert!(ProfileParams::default().validate().is_ok());
     }

@@ -93,7 +93,13 @@ impl ProfileReport {
         warnings: Vec<String>,
     ) -> ProfileReport {
         let dt = sender.duration_s.max(receiver.duration_s);
-        let rate = |bytes: u64, secs: f64| if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 };
+        let rate = |bytes: u64, secs: f64| {
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
         let streams: Vec<StreamResult> = sender
             .streams
             .iter()
@@ -169,7 +175,11 @@ impl ProfileReport {
             samples: self
                 .intervals
                 .iter()
-                .map(|i| haul_store::Sample { t_s: i.end_s, bytes: i.bytes, bps: i.bps })
+                .map(|i| haul_store::Sample {
+                    t_s: i.end_s,
+                    bytes: i.bytes,
+                    bps: i.bps,
+                })
                 .collect(),
         }
     }
@@ -206,8 +216,21 @@ pub fn header() -> String {
 /// iperf3-style lines for one interval (one per stream, plus `[SUM]` with several streams).
 pub fn interval_lines(iv: &Interval) -> Vec<String> {
     let dt = (iv.end_s - iv.start_s).max(1e-9);
-    let line = |id: String, b: u64| format!("[{id}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}", iv.start_s, iv.end_s, fmt_bytes(b), fmt_rate(b as f64 * 8.0 / dt));
-    let mut out: Vec<String> = iv.stream_bytes.iter().enumerate().map(|(i, b)| line(format!("{:3}", i + 1), *b)).collect();
+    let line = |id: String, b: u64| {
+        format!(
+            "[{id}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}",
+            iv.start_s,
+            iv.end_s,
+            fmt_bytes(b),
+            fmt_rate(b as f64 * 8.0 / dt)
+        )
+    };
+    let mut out: Vec<String> = iv
+        .stream_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| line(format!("{:3}", i + 1), *b))
+        .collect();
     if iv.stream_bytes.len() > 1 {
         out.push(line("SUM".into(), iv.bytes));
     }
@@ -217,20 +240,54 @@ pub fn interval_lines(iv: &Interval) -> Vec<String> {
 /// iperf3-style summary: sender and receiver line per stream, RTT / retransmits / loss.
 pub fn summary_lines(r: &ProfileReport) -> Vec<String> {
     let d = r.duration_s;
-    let mut out = vec!["- - - - - - - - - - - - - - - - - - - - - - - - -".to_string(), format!("{}  Retr  RTT", header())];
+    let mut out = vec![
+        "- - - - - - - - - - - - - - - - - - - - - - - - -".to_string(),
+        format!("{}  Retr  RTT", header()),
+    ];
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
     for s in &r.streams {
         let rtt = s.rtt_ms.map_or("-".to_string(), |v| format!("{v:.2}ms"));
-        out.push(format!("[{:3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  {rtt}  sender", s.id, 0.0, d, fmt_bytes(s.sent_bytes), fmt_rate(s.sender_bps), opt(s.retransmits)));
+        out.push(format!(
+            "[{:3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  {rtt}  sender",
+            s.id,
+            0.0,
+            d,
+            fmt_bytes(s.sent_bytes),
+            fmt_rate(s.sender_bps),
+            opt(s.retransmits)
+        ));
         let loss = match (s.lost_packets, s.packets_received) {
-            (Some(l), Some(n)) if l + n > 0 => format!("  lost {l}/{} ({:.2}%)", l + n, 100.0 * l as f64 / (l + n) as f64),
+            (Some(l), Some(n)) if l + n > 0 => format!(
+                "  lost {l}/{} ({:.2}%)",
+                l + n,
+                100.0 * l as f64 / (l + n) as f64
+            ),
             _ => String::new(),
         };
-        out.push(format!("[{:3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              receiver{loss}", s.id, 0.0, d, fmt_bytes(s.received_bytes), fmt_rate(s.avg_bps)));
+        out.push(format!(
+            "[{:3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              receiver{loss}",
+            s.id,
+            0.0,
+            d,
+            fmt_bytes(s.received_bytes),
+            fmt_rate(s.avg_bps)
+        ));
     }
     if r.streams.len() > 1 {
-        out.push(format!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              sender", 0.0, d, fmt_bytes(r.sent_bytes), fmt_rate(r.sender_bps)));
-        out.push(format!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              receiver", 0.0, d, fmt_bytes(r.received_bytes), fmt_rate(r.aggregate_bps)));
+        out.push(format!(
+            "[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              sender",
+            0.0,
+            d,
+            fmt_bytes(r.sent_bytes),
+            fmt_rate(r.sender_bps)
+        ));
+        out.push(format!(
+            "[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}              receiver",
+            0.0,
+            d,
+            fmt_bytes(r.received_bytes),
+            fmt_rate(r.aggregate_bps)
+        ));
     }
     out.extend(r.warnings.iter().map(|w| format!("warning: {w}")));
     out
@@ -244,10 +301,29 @@ mod tests {
     #[test]
     fn aggregate_is_the_sum_of_stream_averages() {
         let side = |b: [u64; 2], d: f64| SideReport {
-            streams: b.iter().map(|&bytes| StreamSide { bytes, seconds: d, ..Default::default() }).collect(),
+            streams: b
+                .iter()
+                .map(|&bytes| StreamSide {
+                    bytes,
+                    seconds: d,
+                    ..Default::default()
+                })
+                .collect(),
             duration_s: d,
         };
-        let r = ProfileReport::build("h:1", ProfileParams { streams: 2, ..Default::default() }, 0.0, &side([1000, 3000], 2.0), &side([1000, 2000], 1.0), &[], vec![], vec![]);
+        let r = ProfileReport::build(
+            "h:1",
+            ProfileParams {
+                streams: 2,
+                ..Default::default()
+            },
+            0.0,
+            &side([1000, 3000], 2.0),
+            &side([1000, 2000], 1.0),
+            &[],
+            vec![],
+            vec![],
+        );
         assert_eq!(r.duration_s, 2.0);
         assert_eq!(r.streams[0].avg_bps, 4000.0);
         assert_eq!(r.streams[1].avg_bps, 8000.0);

@@ -68,9 +68,21 @@ pub struct TuneResult {
 pub fn space(base: &ProfileParams, cfg: &TuneConfig) -> Result<Space> {
     let bad = |e: haul_tune::TuneError| ProfileError::param("tune range", e.to_string());
     let payload = base.udt_payload().max(1) as f64;
-    let block = Axis::new("block", cfg.block_payloads.0, cfg.block_payloads.1, payload, Scale::Linear).map_err(bad)?;
-    let scale = if cfg.buffer_exponential { Scale::Exponential } else { Scale::Linear };
-    let buffer = Axis::new("buffer", cfg.buffer.0 / MIB, cfg.buffer.1 / MIB, MIB, scale).map_err(bad)?;
+    let block = Axis::new(
+        "block",
+        cfg.block_payloads.0,
+        cfg.block_payloads.1,
+        payload,
+        Scale::Linear,
+    )
+    .map_err(bad)?;
+    let scale = if cfg.buffer_exponential {
+        Scale::Exponential
+    } else {
+        Scale::Linear
+    };
+    let buffer =
+        Axis::new("buffer", cfg.buffer.0 / MIB, cfg.buffer.1 / MIB, MIB, scale).map_err(bad)?;
     Ok(Space::new(vec![block, buffer]))
 }
 
@@ -99,9 +111,17 @@ pub fn to_params(base: &ProfileParams, real: &[f64]) -> ProfileParams {
 }
 
 /// Runs FastProf: ask SPSA for a point, profile it, tell the throughput, until a stopping rule.
-pub fn run(base: &ProfileParams, server: &str, cfg: &TuneConfig, mut on_probe: impl FnMut(usize, &ProfileParams, &Result<ProfileReport>)) -> Result<TuneResult> {
+pub fn run(
+    base: &ProfileParams,
+    server: &str,
+    cfg: &TuneConfig,
+    mut on_probe: impl FnMut(usize, &ProfileParams, &Result<ProfileReport>),
+) -> Result<TuneResult> {
     let space = space(base, cfg)?;
-    let stopping = Stopping::new(cfg.target_bps).gain_ratio(cfg.gain_ratio).patience(cfg.patience).budget(Some(cfg.budget));
+    let stopping = Stopping::new(cfg.target_bps)
+        .gain_ratio(cfg.gain_ratio)
+        .patience(cfg.patience)
+        .budget(Some(cfg.budget));
     let mut sc = SpsaConfig::new(stopping);
     sc.start = Start::Random;
     // The thesis' gains assume y in Gb/s on a 10 Gb/s link; without B, 1 Gb/s is one unit.
@@ -114,7 +134,8 @@ pub fn run(base: &ProfileParams, server: &str, cfg: &TuneConfig, mut on_probe: i
         let r = crate::run_client(p.clone(), ClientOptions::new(server));
         let y = r.as_ref().map_or(0.0, |r| r.aggregate_bps);
         on_probe(n, &p, &r);
-        opt.tell(&pt, y).map_err(|e| ProfileError::Protocol(format!("optimizer: {e}")))?;
+        opt.tell(&pt, y)
+            .map_err(|e| ProfileError::Protocol(format!("optimizer: {e}")))?;
         n += 1;
         if !cfg.pause.is_zero() {
             std::thread::sleep(cfg.pause);
@@ -122,7 +143,11 @@ pub fn run(base: &ProfileParams, server: &str, cfg: &TuneConfig, mut on_probe: i
     }
     let best = opt.best().cloned();
     let best_params = best.as_ref().map(|b| to_params(base, &b.real));
-    Ok(TuneResult { best, best_params, trace: opt.trace().clone() })
+    Ok(TuneResult {
+        best,
+        best_params,
+        trace: opt.trace().clone(),
+    })
 }
 
 #[cfg(test)]
@@ -131,7 +156,11 @@ mod tests {
 
     #[test]
     fn udt_params_avoid_exact_multiples_and_halve_udp_buffers() {
-        let base = ProfileParams { transport: TransportKind::Udt, packet: Some(8972), ..Default::default() };
+        let base = ProfileParams {
+            transport: TransportKind::Udt,
+            packet: Some(8972),
+            ..Default::default()
+        };
         let p = to_params(&base, &[89_560.0, 8.0 * MIB]);
         assert_eq!(p.block, Some(89_559));
         assert_eq!(p.udt.sndbuf, Some(8 << 20));

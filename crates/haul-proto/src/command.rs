@@ -225,18 +225,27 @@ fn opt(arg: &str) -> Option<String> {
 }
 
 fn num(verb: &'static str, s: &str) -> Result<u64, CommandError> {
-    s.trim().parse::<u64>().map_err(|_| CommandError::BadArgument {
-        verb,
-        reason: format!("{s:?} is not a non-negative integer"),
-    })
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| CommandError::BadArgument {
+            verb,
+            reason: format!("{s:?} is not a non-negative integer"),
+        })
 }
 
 fn bad(verb: &'static str, reason: impl Into<String>) -> CommandError {
-    CommandError::BadArgument { verb, reason: reason.into() }
+    CommandError::BadArgument {
+        verb,
+        reason: reason.into(),
+    }
 }
 
 /// Splits `n` whitespace-separated fields off the front of `s`, returning them and the rest.
-fn fields<'a>(verb: &'static str, s: &'a str, n: usize) -> Result<(Vec<&'a str>, &'a str), CommandError> {
+fn fields<'a>(
+    verb: &'static str,
+    s: &'a str,
+    n: usize,
+) -> Result<(Vec<&'a str>, &'a str), CommandError> {
     let mut out = Vec::with_capacity(n);
     let mut rest = s.trim_start();
     for _ in 0..n {
@@ -330,10 +339,16 @@ impl Command {
                 if !f[0].eq_ignore_ascii_case("A") {
                     return Err(bad("ESTO", format!("unsupported module {}", f[0])));
                 }
-                Command::Esto { offset: num("ESTO", f[1])?, path: need("ESTO", path)? }
+                Command::Esto {
+                    offset: num("ESTO", f[1])?,
+                    path: need("ESTO", path)?,
+                }
             }
             "ALLO" => {
-                let n = arg.split_whitespace().next().ok_or(CommandError::MissingArgument("ALLO"))?;
+                let n = arg
+                    .split_whitespace()
+                    .next()
+                    .ok_or(CommandError::MissingArgument("ALLO"))?;
                 Command::Allo(num("ALLO", n)?)
             }
             "REST" => {
@@ -342,7 +357,9 @@ impl Command {
                     return Err(CommandError::MissingArgument("REST"));
                 }
                 if a.contains('-') || a.contains(',') {
-                    Command::Rest(Restart::Ranges(RangeSet::parse(a).map_err(|e| bad("REST", e.to_string()))?))
+                    Command::Rest(Restart::Ranges(
+                        RangeSet::parse(a).map_err(|e| bad("REST", e.to_string()))?,
+                    ))
                 } else {
                     Command::Rest(Restart::Offset(num("REST", a)?))
                 }
@@ -372,7 +389,10 @@ impl Command {
                     Some(i) => (&a[..i], a[i + 1..].to_string()),
                     None => (a.as_str(), String::new()),
                 };
-                Command::Opts { command: c.to_ascii_uppercase(), options: o }
+                Command::Opts {
+                    command: c.to_ascii_uppercase(),
+                    options: o,
+                }
             }
             "AUTH" => Command::Auth(need("AUTH", arg)?.trim().to_ascii_uppercase()),
             "PBSZ" => Command::Pbsz(num("PBSZ", &need("PBSZ", arg)?)?),
@@ -388,7 +408,11 @@ impl Command {
             "DCAU" => Command::Dcau(need("DCAU", arg)?.trim().to_string()),
             "CKSM" => {
                 let (f, path) = fields("CKSM", arg, 3)?;
-                let length = if f[2] == "-1" { None } else { Some(num("CKSM", f[2])?) };
+                let length = if f[2] == "-1" {
+                    None
+                } else {
+                    Some(num("CKSM", f[2])?)
+                };
                 Command::Cksm {
                     algorithm: f[0].to_ascii_uppercase(),
                     offset: num("CKSM", f[1])?,
@@ -396,7 +420,10 @@ impl Command {
                     path: need("CKSM", path)?,
                 }
             }
-            _ => Command::Unknown { verb: upper, arg: arg.to_string() },
+            _ => Command::Unknown {
+                verb: upper,
+                arg: arg.to_string(),
+            },
         };
         Ok(cmd)
     }
@@ -522,14 +549,21 @@ impl fmt::Display for Command {
             Command::Mode(TransferMode::Stream) => f.write_str("MODE S"),
             Command::Mode(TransferMode::Extended) => f.write_str("MODE E"),
             Command::Stru(c) => write!(f, "STRU {c}"),
-            Command::Eret { offset, length, path } => write!(f, "ERET P {offset} {length} {path}"),
+            Command::Eret {
+                offset,
+                length,
+                path,
+            } => write!(f, "ERET P {offset} {length} {path}"),
             Command::Esto { offset, path } => write!(f, "ESTO A {offset} {path}"),
             Command::Allo(n) | Command::Pbsz(n) | Command::Sbuf(n) => write!(f, "{v} {n}"),
             Command::Rest(Restart::Offset(n)) => write!(f, "REST {n}"),
             Command::Rest(Restart::Ranges(r)) => write!(f, "REST {r}"),
-            Command::List(a) | Command::Nlst(a) | Command::Mlsd(a) | Command::Mlst(a) | Command::Stat(a) | Command::Help(a) => {
-                write_opt(f, v, a)
-            }
+            Command::List(a)
+            | Command::Nlst(a)
+            | Command::Mlsd(a)
+            | Command::Mlst(a)
+            | Command::Stat(a)
+            | Command::Help(a) => write_opt(f, v, a),
             Command::Opts { command, options } if options.is_empty() => write!(f, "OPTS {command}"),
             Command::Opts { command, options } => write!(f, "OPTS {command} {options}"),
             Command::Prot(l) => {
@@ -541,7 +575,12 @@ impl fmt::Display for Command {
                 };
                 write!(f, "PROT {c}")
             }
-            Command::Cksm { algorithm, offset, length, path } => match length {
+            Command::Cksm {
+                algorithm,
+                offset,
+                length,
+                path,
+            } => match length {
                 Some(l) => write!(f, "CKSM {algorithm} {offset} {l} {path}"),
                 None => write!(f, "CKSM {algorithm} {offset} -1 {path}"),
             },
@@ -572,7 +611,10 @@ impl RetrOptions {
                 let first = v.split(',').next().unwrap_or("");
                 let n = num("OPTS", first)?;
                 if n == 0 || n > 1024 {
-                    return Err(bad("OPTS", format!("parallelism {n} out of range 1..=1024")));
+                    return Err(bad(
+                        "OPTS",
+                        format!("parallelism {n} out of range 1..=1024"),
+                    ));
                 }
                 out.parallelism = Some(n as u32);
             }
@@ -588,7 +630,11 @@ mod tests {
 
     fn rt(line: &str) -> Command {
         let c = Command::parse(line).unwrap();
-        assert_eq!(Command::parse(&c.to_string()).unwrap(), c, "round trip of {line}");
+        assert_eq!(
+            Command::parse(&c.to_string()).unwrap(),
+            c,
+            "round trip of {line}"
+        );
         c
     }
 
@@ -599,44 +645,94 @@ mod tests {
         assert_eq!(rt("TYPE I"), Command::Type(TransferType::Image));
         assert_eq!(rt("MODE E"), Command::Mode(TransferMode::Extended));
         assert_eq!(rt("PASV"), Command::Pasv);
-        assert_eq!(rt("PORT 127,0,0,1,4,1"), Command::Port("127.0.0.1:1025".parse().unwrap()));
+        assert_eq!(
+            rt("PORT 127,0,0,1,4,1"),
+            Command::Port("127.0.0.1:1025".parse().unwrap())
+        );
         assert_eq!(rt("REST 100"), Command::Rest(Restart::Offset(100)));
         assert_eq!(rt("LIST"), Command::List(None));
-        assert_eq!(Command::parse("LIST -la dir").unwrap(), Command::List(Some("dir".into())));
+        assert_eq!(
+            Command::parse("LIST -la dir").unwrap(),
+            Command::List(Some("dir".into()))
+        );
     }
 
     #[test]
     fn parses_gridftp_extensions() {
         assert_eq!(
             rt("ERET P 10 20 /x y"),
-            Command::Eret { offset: 10, length: 20, path: "/x y".into() }
+            Command::Eret {
+                offset: 10,
+                length: 20,
+                path: "/x y".into()
+            }
         );
-        assert_eq!(rt("ESTO A 5 /f"), Command::Esto { offset: 5, path: "/f".into() });
+        assert_eq!(
+            rt("ESTO A 5 /f"),
+            Command::Esto {
+                offset: 5,
+                path: "/f".into()
+            }
+        );
         assert_eq!(
             rt("CKSM md5 0 -1 /f"),
-            Command::Cksm { algorithm: "MD5".into(), offset: 0, length: None, path: "/f".into() }
+            Command::Cksm {
+                algorithm: "MD5".into(),
+                offset: 0,
+                length: None,
+                path: "/f".into()
+            }
         );
         assert_eq!(rt("SBUF 4194304"), Command::Sbuf(4194304));
         assert_eq!(
             rt("SPOR 127,0,0,1,4,1 127,0,0,1,4,2"),
-            Command::Spor(vec!["127.0.0.1:1025".parse().unwrap(), "127.0.0.1:1026".parse().unwrap()])
+            Command::Spor(vec![
+                "127.0.0.1:1025".parse().unwrap(),
+                "127.0.0.1:1026".parse().unwrap()
+            ])
         );
         let c = rt("OPTS RETR Parallelism=4,4,4;");
-        let Command::Opts { command, options } = c else { panic!() };
+        let Command::Opts { command, options } = c else {
+            panic!()
+        };
         assert_eq!(command, "RETR");
         assert_eq!(RetrOptions::parse(&options).unwrap().parallelism, Some(4));
-        assert_eq!(rt("REST 0-100,200-300"), Command::Rest(Restart::Ranges(RangeSet::parse("0-100,200-300").unwrap())));
+        assert_eq!(
+            rt("REST 0-100,200-300"),
+            Command::Rest(Restart::Ranges(RangeSet::parse("0-100,200-300").unwrap()))
+        );
     }
 
     #[test]
     fn rejects_malformed() {
         assert_eq!(Command::parse(""), Err(CommandError::Empty));
-        assert!(matches!(Command::parse("R3TR x"), Err(CommandError::BadVerb(_))));
-        assert_eq!(Command::parse("RETR"), Err(CommandError::MissingArgument("RETR")));
-        assert!(matches!(Command::parse("PORT 1,2,3"), Err(CommandError::BadArgument { .. })));
-        assert!(matches!(Command::parse("ERET P x 1 /f"), Err(CommandError::BadArgument { .. })));
-        assert!(matches!(Command::parse("CKSM MD5 0"), Err(CommandError::BadArgument { .. })));
+        assert!(matches!(
+            Command::parse("R3TR x"),
+            Err(CommandError::BadVerb(_))
+        ));
+        assert_eq!(
+            Command::parse("RETR"),
+            Err(CommandError::MissingArgument("RETR"))
+        );
+        assert!(matches!(
+            Command::parse("PORT 1,2,3"),
+            Err(CommandError::BadArgument { .. })
+        ));
+        assert!(matches!(
+            Command::parse("ERET P x 1 /f"),
+            Err(CommandError::BadArgument { .. })
+        ));
+        assert!(matches!(
+            Command::parse("CKSM MD5 0"),
+            Err(CommandError::BadArgument { .. })
+        ));
         assert!(RetrOptions::parse("Parallelism=0,0,0;").is_err());
-        assert_eq!(Command::parse("XYZZY 1").unwrap(), Command::Unknown { verb: "XYZZY".into(), arg: "1".into() });
+        assert_eq!(
+            Command::parse("XYZZY 1").unwrap(),
+            Command::Unknown {
+                verb: "XYZZY".into(),
+                arg: "1".into()
+            }
+        );
     }
 }

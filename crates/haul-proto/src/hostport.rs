@@ -12,7 +12,9 @@ pub fn parse_port(s: &str) -> Result<SocketAddr, String> {
     }
     let mut n = [0u8; 6];
     for (i, p) in parts.iter().enumerate() {
-        n[i] = p.parse::<u8>().map_err(|_| format!("{p:?} in {s:?} is not a number 0-255"))?;
+        n[i] = p
+            .parse::<u8>()
+            .map_err(|_| format!("{p:?} in {s:?} is not a number 0-255"))?;
     }
     let ip = Ipv4Addr::new(n[0], n[1], n[2], n[3]);
     let port = u16::from(n[4]) << 8 | u16::from(n[5]);
@@ -27,7 +29,15 @@ pub fn format_port(a: &SocketAddr) -> String {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
     };
     let o = ip.octets();
-    format!("{},{},{},{},{},{}", o[0], o[1], o[2], o[3], a.port() >> 8, a.port() & 0xff)
+    format!(
+        "{},{},{},{},{},{}",
+        o[0],
+        o[1],
+        o[2],
+        o[3],
+        a.port() >> 8,
+        a.port() & 0xff
+    )
 }
 
 /// Parses an RFC 2428 `|af|addr|port|` argument.
@@ -38,12 +48,16 @@ pub fn parse_eprt(s: &str) -> Result<SocketAddr, String> {
     if parts.len() != 5 || !parts[0].is_empty() || !parts[4].is_empty() {
         return Err(format!("{s:?} is not |af|addr|port|"));
     }
-    let ip: IpAddr = parts[2].parse().map_err(|_| format!("bad address {:?}", parts[2]))?;
+    let ip: IpAddr = parts[2]
+        .parse()
+        .map_err(|_| format!("bad address {:?}", parts[2]))?;
     match (parts[1], ip) {
         ("1", IpAddr::V4(_)) | ("2", IpAddr::V6(_)) => {}
         _ => return Err(format!("address family {:?} does not match {ip}", parts[1])),
     }
-    let port: u16 = parts[3].parse().map_err(|_| format!("bad port {:?}", parts[3]))?;
+    let port: u16 = parts[3]
+        .parse()
+        .map_err(|_| format!("bad port {:?}", parts[3]))?;
     Ok(SocketAddr::new(ip, port))
 }
 
@@ -113,8 +127,14 @@ mod tests {
             find_in_reply("Entering Passive Mode (127,0,0,1,195,80)"),
             Some("127.0.0.1:50000".parse().unwrap())
         );
-        assert_eq!(find_in_reply(" 127,0,0,1,4,1"), Some("127.0.0.1:1025".parse().unwrap()));
+        assert_eq!(
+            find_in_reply(" 127,0,0,1,4,1"),
+            Some("127.0.0.1:1025".parse().unwrap())
+        );
         assert_eq!(find_in_reply("nothing 1,2"), None);
-        assert_eq!(find_epsv_port("Entering Extended Passive Mode (|||6446|)"), Some(6446));
+        assert_eq!(
+            find_epsv_port("Entering Extended Passive Mode (|||6446|)"),
+            Some(6446)
+        );
     }
 }

@@ -32,7 +32,12 @@ pub struct LineBuffer {
 impl LineBuffer {
     /// A buffer that rejects lines longer than `limit` bytes.
     pub fn new(limit: usize) -> Self {
-        LineBuffer { buf: Vec::new(), limit, scanned: 0, discarding: false }
+        LineBuffer {
+            buf: Vec::new(),
+            limit,
+            scanned: 0,
+            discarding: false,
+        }
     }
 
     /// Appends bytes read from the peer.
@@ -76,7 +81,9 @@ impl LineBuffer {
             if line.len() > self.limit {
                 return Err(LineError::TooLong { limit: self.limit });
             }
-            return String::from_utf8(line).map(Some).map_err(|_| LineError::NotUtf8);
+            return String::from_utf8(line)
+                .map(Some)
+                .map_err(|_| LineError::NotUtf8);
         }
     }
 }
@@ -106,7 +113,11 @@ mod tests {
         assert_eq!(b.next_line().unwrap().as_deref(), Some("ok"));
         assert_eq!(b.next_line().unwrap(), None);
         b.extend(b"01234567\r");
-        assert_eq!(b.next_line().unwrap(), None, "a full-length line may still get its LF");
+        assert_eq!(
+            b.next_line().unwrap(),
+            None,
+            "a full-length line may still get its LF"
+        );
         b.extend(b"\n");
         assert_eq!(b.next_line().unwrap().as_deref(), Some("01234567"));
     }

@@ -26,9 +26,17 @@ impl RangeSet {
     pub fn parse(s: &str) -> Result<RangeSet, RangeError> {
         let mut set = RangeSet::new();
         for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (a, b) = part.split_once('-').ok_or_else(|| RangeError(format!("{part:?} is not start-end")))?;
-            let a: u64 = a.trim().parse().map_err(|_| RangeError(format!("bad start in {part:?}")))?;
-            let b: u64 = b.trim().parse().map_err(|_| RangeError(format!("bad end in {part:?}")))?;
+            let (a, b) = part
+                .split_once('-')
+                .ok_or_else(|| RangeError(format!("{part:?} is not start-end")))?;
+            let a: u64 = a
+                .trim()
+                .parse()
+                .map_err(|_| RangeError(format!("bad start in {part:?}")))?;
+            let b: u64 = b
+                .trim()
+                .parse()
+                .map_err(|_| RangeError(format!("bad end in {part:?}")))?;
             if b < a {
                 return Err(RangeError(format!("end before start in {part:?}")));
             }
@@ -74,7 +82,11 @@ impl RangeSet {
 
     /// True when `[0, len)` is fully covered.
     pub fn covers(&self, len: u64) -> bool {
-        len == 0 || self.ranges.first().is_some_and(|&(a, b)| a == 0 && b >= len)
+        len == 0
+            || self
+                .ranges
+                .first()
+                .is_some_and(|&(a, b)| a == 0 && b >= len)
     }
 
     /// True when no range is held.
@@ -185,8 +197,16 @@ mod tests {
 
     #[test]
     fn perf_marker_round_trip() {
-        let m = PerfMarker { timestamp: 1700000000.5, stripe_index: 0, stripe_bytes: 12345, total_stripes: 1 };
+        let m = PerfMarker {
+            timestamp: 1700000000.5,
+            stripe_index: 0,
+            stripe_bytes: 12345,
+            total_stripes: 1,
+        };
         assert_eq!(PerfMarker::from_lines(&m.to_lines()), Some(m));
-        assert_eq!(parse_range_marker("Range Marker 0-100").unwrap().covered(), 100);
+        assert_eq!(
+            parse_range_marker("Range Marker 0-100").unwrap().covered(),
+            100
+        );
     }
 }

@@ -82,19 +82,31 @@ pub struct Header {
 impl Header {
     /// A data block header.
     pub fn data(offset: u64, count: u64) -> Header {
-        Header { descriptor: Descriptor(0), count, offset }
+        Header {
+            descriptor: Descriptor(0),
+            count,
+            offset,
+        }
     }
 
     /// An empty EOD block, the last block on one connection.
     pub fn eod() -> Header {
-        Header { descriptor: Descriptor(Descriptor::EOD), count: 0, offset: 0 }
+        Header {
+            descriptor: Descriptor(Descriptor::EOD),
+            count: 0,
+            offset: 0,
+        }
     }
 
     /// An EOF block announcing `eods` data connections; GridFTP senders send it once, on one
     /// connection, usually together with that connection's EOD.
     pub fn eof(eods: u64, with_eod: bool) -> Header {
         let d = Descriptor::EOF | if with_eod { Descriptor::EOD } else { 0 };
-        Header { descriptor: Descriptor(d), count: 0, offset: eods }
+        Header {
+            descriptor: Descriptor(d),
+            count: 0,
+            offset: eods,
+        }
     }
 
     /// Writes the 17-byte wire form.
@@ -113,7 +125,11 @@ impl Header {
         let count = u64::from_be_bytes(c);
         c.copy_from_slice(&b[9..17]);
         let offset = u64::from_be_bytes(c);
-        let h = Header { descriptor: Descriptor(b[0]), count, offset };
+        let h = Header {
+            descriptor: Descriptor(b[0]),
+            count,
+            offset,
+        };
         h.validate()?;
         Ok(h)
     }
@@ -134,10 +150,16 @@ impl Header {
         }
         if self.descriptor.has(Descriptor::EOF) {
             if self.count != 0 || self.offset == 0 || self.offset > 65536 {
-                return Err(ModeEError::BadEof { count: self.count, eods: self.offset });
+                return Err(ModeEError::BadEof {
+                    count: self.count,
+                    eods: self.offset,
+                });
             }
         } else if self.offset.checked_add(self.count).is_none() {
-            return Err(ModeEError::Overflow { offset: self.offset, count: self.count });
+            return Err(ModeEError::Overflow {
+                offset: self.offset,
+                count: self.count,
+            });
         }
         Ok(())
     }
@@ -175,13 +197,19 @@ impl BlockDecoder {
 
     /// Decodes from `input`, returning the bytes consumed and at most one event. Call again with
     /// the unconsumed rest until it consumes nothing.
-    pub fn decode<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Option<BlockEvent<'a>>), ModeEError> {
+    pub fn decode<'a>(
+        &mut self,
+        input: &'a [u8],
+    ) -> Result<(usize, Option<BlockEvent<'a>>), ModeEError> {
         if self.remaining > 0 {
             if input.is_empty() {
                 return Ok((0, None));
             }
             let n = (self.remaining.min(input.len() as u64)) as usize;
-            let ev = BlockEvent::Data { offset: self.next_offset, bytes: &input[..n] };
+            let ev = BlockEvent::Data {
+                offset: self.next_offset,
+                bytes: &input[..n],
+            };
             self.remaining -= n as u64;
             self.next_offset += n as u64;
             return Ok((n, Some(ev)));
@@ -204,10 +232,14 @@ impl BlockDecoder {
     /// Checks that the stream may end here (not inside a header or a payload).
     pub fn finish(&self) -> Result<(), ModeEError> {
         if self.remaining > 0 {
-            return Err(ModeEError::Truncated { missing: self.remaining });
+            return Err(ModeEError::Truncated {
+                missing: self.remaining,
+            });
         }
         if self.have > 0 {
-            return Err(ModeEError::Truncated { missing: (HEADER_LEN - self.have) as u64 });
+            return Err(ModeEError::Truncated {
+                missing: (HEADER_LEN - self.have) as u64,
+            });
         }
         Ok(())
     }
@@ -240,7 +272,11 @@ mod tests {
 
     #[test]
     fn header_round_trip() {
-        for h in [Header::data(1 << 40, 65536), Header::eod(), Header::eof(8, true)] {
+        for h in [
+            Header::data(1 << 40, 65536),
+            Header::eod(),
+            Header::eof(8, true),
+        ] {
             assert_eq!(Header::decode(&h.encode()).unwrap(), h);
         }
         assert_eq!(Header::eof(4, false).eod_count(), Some(4));
@@ -263,12 +299,24 @@ mod tests {
     fn rejects_bad_headers_and_truncation() {
         let mut b = Header::data(0, 1).encode();
         b[0] = Descriptor::RESTART;
-        assert_eq!(Header::decode(&b), Err(ModeEError::UnsupportedDescriptor(0x10)));
-        assert!(matches!(Header::decode(&Header::data(u64::MAX, 2).encode()), Err(ModeEError::Overflow { .. })));
-        assert!(matches!(Header::decode(&Header::data(0, MAX_BLOCK + 1).encode()), Err(ModeEError::BlockTooLarge(_))));
+        assert_eq!(
+            Header::decode(&b),
+            Err(ModeEError::UnsupportedDescriptor(0x10))
+        );
+        assert!(matches!(
+            Header::decode(&Header::data(u64::MAX, 2).encode()),
+            Err(ModeEError::Overflow { .. })
+        ));
+        assert!(matches!(
+            Header::decode(&Header::data(0, MAX_BLOCK + 1).encode()),
+            Err(ModeEError::BlockTooLarge(_))
+        ));
         let mut s = Header::data(0, 10).encode().to_vec();
         s.extend_from_slice(b"abc");
         assert_eq!(decode_all(&s), Err(ModeEError::Truncated { missing: 7 }));
-        assert_eq!(decode_all(&s[..5]), Err(ModeEError::Truncated { missing: 12 }));
+        assert_eq!(
+            decode_all(&s[..5]),
+            Err(ModeEError::Truncated { missing: 12 })
+        );
     }
 }

@@ -33,7 +33,10 @@ pub struct Reply {
 impl Reply {
     /// A single-line reply.
     pub fn new(code: u16, text: impl Into<String>) -> Reply {
-        Reply { code, lines: vec![text.into()] }
+        Reply {
+            code,
+            lines: vec![text.into()],
+        }
     }
 
     /// A multi-line reply.
@@ -122,7 +125,11 @@ impl Default for ReplyParser {
 impl ReplyParser {
     /// A parser with haul's line-length and line-count bounds.
     pub fn new() -> Self {
-        ReplyParser { lines: LineBuffer::new(crate::MAX_LINE), partial: None, max_lines: 10_000 }
+        ReplyParser {
+            lines: LineBuffer::new(crate::MAX_LINE),
+            partial: None,
+            max_lines: 10_000,
+        }
     }
 
     /// Appends bytes read from the server.
@@ -135,7 +142,8 @@ impl ReplyParser {
         while let Some(line) = self.lines.next_line()? {
             match self.partial.as_mut() {
                 None => {
-                    let (code, sep) = code_of(&line).ok_or_else(|| ReplyError::Malformed(line.clone()))?;
+                    let (code, sep) =
+                        code_of(&line).ok_or_else(|| ReplyError::Malformed(line.clone()))?;
                     let text = line.get(4..).unwrap_or("").to_string();
                     if sep == b'-' {
                         self.partial = Some(Reply::multi(code, vec![text]));
@@ -185,7 +193,10 @@ mod tests {
 
     #[test]
     fn encode_parse_round_trip() {
-        let r = Reply::multi(112, vec!["Perf Marker".into(), " Timestamp: 1".into(), "End.".into()]);
+        let r = Reply::multi(
+            112,
+            vec!["Perf Marker".into(), " Timestamp: 1".into(), "End.".into()],
+        );
         let mut p = ReplyParser::new();
         p.extend(r.encode().as_bytes());
         assert_eq!(p.next_reply().unwrap(), Some(r));

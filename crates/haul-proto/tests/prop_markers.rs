@@ -106,7 +106,13 @@ fn perf_lines() -> impl Strategy<Value = Vec<String>> {
         "(NaN|inf|-inf|infinity)",
         ".*",
     ];
-    let field = prop::sample::select(vec!["Timestamp", "Stripe Index", "Stripe Bytes Transferred", "Total Stripe Count", "timestamp"]);
+    let field = prop::sample::select(vec![
+        "Timestamp",
+        "Stripe Index",
+        "Stripe Bytes Transferred",
+        "Total Stripe Count",
+        "timestamp",
+    ]);
     let line = prop_oneof![
         (field, " {0,3}", value).prop_map(|(f, sp, v)| format!(" {f}:{sp}{v}")),
         ".*",

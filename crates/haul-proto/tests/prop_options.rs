@@ -6,10 +6,25 @@ use proptest::prelude::*;
 
 /// Option text as a client may send it.
 fn options() -> impl Strategy<Value = String> {
-    let value = prop_oneof!["[0-9]{1,6}(,[0-9]{1,6}){0,2}", "[-+]?[0-9]{0,25}", "[^;]{0,12}"];
-    let key = prop_oneof![Just("Parallelism".to_string()), Just("parallelism".to_string()), "[A-Za-z]{1,10}", "[^;=]{0,8}"];
-    let item = prop_oneof![(key, " {0,2}", value).prop_map(|(k, sp, v)| format!("{k}{sp}={sp}{v}")), "[^;]{0,10}"];
-    prop_oneof![prop::collection::vec(item, 0..5).prop_map(|v| v.join(";")), ".*"]
+    let value = prop_oneof![
+        "[0-9]{1,6}(,[0-9]{1,6}){0,2}",
+        "[-+]?[0-9]{0,25}",
+        "[^;]{0,12}"
+    ];
+    let key = prop_oneof![
+        Just("Parallelism".to_string()),
+        Just("parallelism".to_string()),
+        "[A-Za-z]{1,10}",
+        "[^;=]{0,8}"
+    ];
+    let item = prop_oneof![
+        (key, " {0,2}", value).prop_map(|(k, sp, v)| format!("{k}{sp}={sp}{v}")),
+        "[^;]{0,10}"
+    ];
+    prop_oneof![
+        prop::collection::vec(item, 0..5).prop_map(|v| v.join(";")),
+        ".*"
+    ]
 }
 
 proptest! {

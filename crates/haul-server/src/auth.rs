@@ -77,19 +77,32 @@ struct Job {
 /// Checks `password` against the PHC string `phc` in `memory` (grown to the hash's memory cost
 /// once, then reused: no allocation per verification), comparing in constant time.
 fn verify_with(memory: &mut Vec<argon2::Block>, phc: &str, password: &[u8]) -> bool {
-    let Ok(hash) = PasswordHash::new(phc) else { return false };
-    let (Some(salt), Some(expected)) = (hash.salt, hash.hash) else { return false };
-    let (Ok(alg), Ok(params)) = (argon2::Algorithm::try_from(hash.algorithm), argon2::Params::try_from(&hash)) else {
+    let Ok(hash) = PasswordHash::new(phc) else {
         return false;
     };
-    let Ok(version) = argon2::Version::try_from(hash.version.unwrap_or(0x13)) else { return false };
+    let (Some(salt), Some(expected)) = (hash.salt, hash.hash) else {
+        return false;
+    };
+    let (Ok(alg), Ok(params)) = (
+        argon2::Algorithm::try_from(hash.algorithm),
+        argon2::Params::try_from(&hash),
+    ) else {
+        return false;
+    };
+    let Ok(version) = argon2::Version::try_from(hash.version.unwrap_or(0x13)) else {
+        return false;
+    };
     if memory.len() < params.block_count() {
         memory.resize(params.block_count(), argon2::Block::default());
     }
     let mut salt_buf = [0u8; 64];
-    let Ok(salt) = salt.decode_b64(&mut salt_buf) else { return false };
+    let Ok(salt) = salt.decode_b64(&mut salt_buf) else {
+        return false;
+    };
     let mut out = vec![0u8; expected.len()];
-    Argon2::new(alg, version, params).hash_password_into_with_memory(password, salt, &mut out, &mut memory[..]).is_ok()
+    Argon2::new(alg, version, params)
+        .hash_password_into_with_memory(password, salt, &mut out, &mut memory[..])
+        .is_ok()
         && argon2::password_hash::Output::new(&out).is_ok_and(|o| o == expected)
 }
 
@@ -101,16 +114,22 @@ fn verifiers() -> mpsc::Sender<Job> {
     let rx = Arc::new(Mutex::new(rx));
     for i in 0..Users::VERIFIERS {
         let rx = rx.clone();
-        let spawned = std::thread::Builder::new().name(format!("haul-verify-{i}")).spawn(move || {
-            let mut memory = Vec::new();
-            loop {
-                let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
-                    Ok(j) => j,
-                    Err(_) => return,
-                };
-                let _ = job.reply.send(verify_with(&mut memory, &job.hash, job.password.as_bytes()));
-            }
-        });
+        let spawned = std::thread::Builder::new()
+            .name(format!("haul-verify-{i}"))
+            .spawn(move || {
+                let mut memory = Vec::new();
+                loop {
+                    let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                        Ok(j) => j,
+                        Err(_) => return,
+                    };
+                    let _ = job.reply.send(verify_with(
+                        &mut memory,
+                        &job.hash,
+                        job.password.as_bytes(),
+                    ));
+                }
+            });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start a password verifier thread");
         }
@@ -128,7 +147,11 @@ pub fn open_private(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
     if mode & 0o022 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!("{what} {} is writable by its group or others (mode {:o}); run chmod go-w on it", path.display(), mode & 0o777),
+            format!(
+                "{what} {} is writable by its group or others (mode {:o}); run chmod go-w on it",
+                path.display(),
+                mode & 0o777
+            ),
         ));
     }
     Ok(f)
@@ -137,9 +160,14 @@ pub fn open_private(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
 impl Users {
     /// Loads a users file.
     pub fn load(path: &Path) -> Result<Users, UsersError> {
-        let read = |source| UsersError::Read { path: path.display().to_string(), source };
+        let read = |source| UsersError::Read {
+            path: path.display().to_string(),
+            source,
+        };
         let mut text = String::new();
-        open_private(path, "users file").and_then(|mut f| f.read_to_string(&mut text)).map_err(read)?;
+        open_private(path, "users file")
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .map_err(read)?;
         Users::parse(&text, &path.display().to_string())
     }
 
@@ -151,9 +179,17 @@ impl Users {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let err = |reason: String| UsersError::Line { path: path.to_string(), line: i + 1, reason };
-            let (name, rest) = line.split_once(':').ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
-            let (hash, perm) = rest.rsplit_once(':').ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
+            let err = |reason: String| UsersError::Line {
+                path: path.to_string(),
+                line: i + 1,
+                reason,
+            };
+            let (name, rest) = line
+                .split_once(':')
+                .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
+            let (hash, perm) = rest
+                .rsplit_once(':')
+                .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
             if name.is_empty() {
                 return Err(err("empty user name".into()));
             }
@@ -162,23 +198,47 @@ impl Users {
             let write = match flags.next() {
                 Some("rw") => true,
                 Some("ro") => false,
-                other => return Err(err(format!("permission {:?} is not rw or ro", other.unwrap_or_default()))),
+                other => {
+                    return Err(err(format!(
+                        "permission {:?} is not rw or ro",
+                        other.unwrap_or_default()
+                    )))
+                }
             };
             let mut third_party = false;
             for f in flags {
                 match f {
                     "third-party" => third_party = true,
-                    other => return Err(err(format!("unknown permission {other:?} (known: third-party)"))),
+                    other => {
+                        return Err(err(format!(
+                            "unknown permission {other:?} (known: third-party)"
+                        )))
+                    }
                 }
             }
-            entries.insert(name.to_string(), Entry { hash: hash.to_string(), access: Access { write, third_party } });
+            entries.insert(
+                name.to_string(),
+                Entry {
+                    hash: hash.to_string(),
+                    access: Access { write, third_party },
+                },
+            );
         }
         let mut random = [0u8; 24];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut random))
             .map_err(|e| UsersError::Hash(format!("reading /dev/urandom: {e}")))?;
-        let decoy = hash_password(&random.iter().map(|b| format!("{b:02x}")).collect::<String>())?;
-        Ok(Users { entries, decoy, jobs: verifiers() })
+        let decoy = hash_password(
+            &random
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        )?;
+        Ok(Users {
+            entries,
+            decoy,
+            jobs: verifiers(),
+        })
     }
 
     /// Password verifications that may run at once, server-wide (the verifier threads).
@@ -189,7 +249,13 @@ impl Users {
         let entry = self.entries.get(name);
         let hash = entry.map_or(self.decoy.clone(), |e| e.hash.clone());
         let (reply, answer) = mpsc::sync_channel(1);
-        self.jobs.send(Job { hash, password: password.to_string(), reply }).ok()?;
+        self.jobs
+            .send(Job {
+                hash,
+                password: password.to_string(),
+                reply,
+            })
+            .ok()?;
         let ok = answer.recv().unwrap_or(false);
         entry.filter(|_| ok).map(|e| e.access)
     }
@@ -222,16 +288,34 @@ mod tests {
         let h = hash_password("s3cret").unwrap();
         assert!(h.starts_with("$argon2id$"));
         let users = Users::parse(&format!("alice:{h}:rw\nbob:{h}:ro,third-party\n"), "t").unwrap();
-        assert_eq!(users.verify("alice", "s3cret"), Some(Access { write: true, third_party: false }));
-        assert_eq!(users.verify("bob", "s3cret"), Some(Access { write: false, third_party: true }));
+        assert_eq!(
+            users.verify("alice", "s3cret"),
+            Some(Access {
+                write: true,
+                third_party: false
+            })
+        );
+        assert_eq!(
+            users.verify("bob", "s3cret"),
+            Some(Access {
+                write: false,
+                third_party: true
+            })
+        );
         assert_eq!(users.verify("alice", "wrong"), None);
         assert_eq!(users.verify("carol", "s3cret"), None);
     }
 
     #[test]
     fn rejects_bad_lines() {
-        assert!(matches!(Users::parse("alice:plain:rw", "t"), Err(UsersError::Line { line: 1, .. })));
+        assert!(matches!(
+            Users::parse("alice:plain:rw", "t"),
+            Err(UsersError::Line { line: 1, .. })
+        ));
         let h = hash_password("x").unwrap();
-        assert!(matches!(Users::parse(&format!("\nalice:{h}:admin"), "t"), Err(UsersError::Line { line: 2, .. })));
+        assert!(matches!(
+            Users::parse(&format!("\nalice:{h}:admin"), "t"),
+            Err(UsersError::Line { line: 2, .. })
+        ));
     }
 }

@@ -41,7 +41,11 @@ pub struct ClientWatch(std::os::fd::RawFd);
 impl ClientWatch {
     /// True if the peer closed or reset the connection, waiting up to `wait` for that.
     pub fn gone(&self, wait: Duration) -> bool {
-        let mut p = libc::pollfd { fd: self.0, events: libc::POLLIN | libc::POLLRDHUP, revents: 0 };
+        let mut p = libc::pollfd {
+            fd: self.0,
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        };
         let ms = wait.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         if unsafe { libc::poll(&mut p, 1, ms) } <= 0 {
@@ -52,7 +56,14 @@ impl ClientWatch {
         }
         let mut b = [0u8; 1];
         // SAFETY: a valid socket and a one-byte buffer.
-        let n = unsafe { libc::recv(self.0, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::recv(
+                self.0,
+                b.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
         n == 0 || (n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
     }
 }
@@ -174,7 +185,8 @@ impl Control {
             if left.is_zero() {
                 return Ok(Input::Idle);
             }
-            self.tcp.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            self.tcp
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             let r = match &mut self.stream {
                 Stream::Plain(s) => s.read(&mut buf),
                 Stream::Tls(s) => s.read(&mut buf),
@@ -182,7 +194,12 @@ impl Control {
             match r {
                 Ok(0) => return Ok(Input::Closed),
                 Ok(n) => self.lines.extend(&buf[..n]),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
                     return Ok(Input::Idle)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -202,7 +219,14 @@ impl Control {
                     let mut buf = [0u8; 4096];
                     use std::os::fd::AsRawFd;
                     // SAFETY: a valid socket and a writable buffer of the given length.
-                    let n = unsafe { libc::recv(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+                    let n = unsafe {
+                        libc::recv(
+                            s.as_raw_fd(),
+                            buf.as_mut_ptr().cast(),
+                            buf.len(),
+                            libc::MSG_DONTWAIT,
+                        )
+                    };
                     if n > 0 {
                         self.lines.extend(&buf[..n as usize]);
                         next = self.buffered();
@@ -222,7 +246,10 @@ impl Control {
     pub fn upgrade(&mut self, cfg: Arc<rustls::ServerConfig>) -> io::Result<()> {
         self.flush()?;
         if self.lines.pending() > 0 || self.peeked.is_some() {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "clear-text commands pipelined after AUTH TLS"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "clear-text commands pipelined after AUTH TLS",
+            ));
         }
         let tls = tls::accept(cfg, self.tcp.try_clone()?)?;
         self.stream = Stream::Tls(Box::new(tls));

@@ -104,7 +104,9 @@ impl Peers {
     /// Why `PORT`/`EPRT`/`SPOR` may not name `addr`, if it may not.
     pub fn refuse_port(&self, addr: &SocketAddr) -> Option<String> {
         if addr.port() < 1024 {
-            return Some(format!("{addr}: privileged ports are never data ports (RFC 2577)"));
+            return Some(format!(
+                "{addr}: privileged ports are never data ports (RFC 2577)"
+            ));
         }
         if !self.allows(addr.ip()) {
             return Some(format!(
@@ -136,7 +138,10 @@ impl Cut {
 
     /// Ends the phase: records why (the first reason stands) and shuts every socket down.
     pub fn cut(&self, why: impl Into<String>) {
-        self.why.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| why.into());
+        self.why
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| why.into());
         for s in self.socks.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
@@ -215,7 +220,11 @@ impl Dial {
         if let Some(why) = cut.reason() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
-        self.wrap(socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?, cut, true)
+        self.wrap(
+            socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?,
+            cut,
+            true,
+        )
     }
 
     /// Accepts one connection from an allowed peer, closing any other, until the phase is cut.
@@ -226,7 +235,9 @@ impl Dial {
             }
             if let Some(tcp) = self.accept_allowed(l, TICK)? {
                 match self.wrap(tcp, cut, false) {
-                    Err(e) if Dial::refused(&e) => tracing::warn!(error = %e, "data connection refused"),
+                    Err(e) if Dial::refused(&e) => {
+                        tracing::warn!(error = %e, "data connection refused")
+                    }
                     r => return r,
                 }
             }
@@ -251,9 +262,14 @@ impl Dial {
     pub fn open(&self, setup: &Setup, n: usize, cut: &Cut) -> io::Result<Vec<Conn>> {
         let n = n.clamp(1, self.limit.max(1));
         match setup {
-            Setup::Active(addrs) => (0..n).map(|i| self.connect(addrs[i % addrs.len()], cut)).collect(),
+            Setup::Active(addrs) => (0..n)
+                .map(|i| self.connect(addrs[i % addrs.len()], cut))
+                .collect(),
             Setup::Passive(l) => (0..n).map(|_| self.accept(l, cut)).collect(),
-            Setup::None => Err(io::Error::new(io::ErrorKind::NotConnected, "no PORT or PASV given")),
+            Setup::None => Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "no PORT or PASV given",
+            )),
         }
     }
 }
@@ -276,9 +292,14 @@ impl Acceptor for ListenAcceptor<'_> {
         if let Some(why) = self.cut.reason() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
-        let Some(tcp) = self.dial.accept_allowed(self.listener, wait)? else { return Ok(None) };
+        let Some(tcp) = self.dial.accept_allowed(self.listener, wait)? else {
+            return Ok(None);
+        };
         if self.accepted.fetch_add(1, Ordering::Relaxed) >= self.dial.limit {
-            tracing::warn!(limit = self.dial.limit, "data connection over the per-transfer limit refused");
+            tracing::warn!(
+                limit = self.dial.limit,
+                "data connection over the per-transfer limit refused"
+            );
             return Ok(None);
         }
         match self.dial.wrap(tcp, self.cut, false) {
@@ -292,8 +313,15 @@ impl Acceptor for ListenAcceptor<'_> {
 }
 
 fn perf_marker(progress: &Progress) -> Reply {
-    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let m = PerfMarker { timestamp, stripe_index: 0, stripe_bytes: progress.bytes(), total_stripes: 1 };
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let m = PerfMarker {
+        timestamp,
+        stripe_index: 0,
+        stripe_bytes: progress.bytes(),
+        total_stripes: 1,
+    };
     Reply::multi(112, m.to_lines())
 }
 
@@ -325,7 +353,13 @@ pub struct Watch {
 
 /// Runs a data phase (`work`) on a worker thread while this thread keeps watch (see the module
 /// comment); returns what `work` returned.
-pub fn watched<T: Send>(ctl: &mut Control, progress: &Progress, cut: &Cut, watch: &Watch, work: impl FnOnce() -> T + Send) -> io::Result<T> {
+pub fn watched<T: Send>(
+    ctl: &mut Control,
+    progress: &Progress,
+    cut: &Cut,
+    watch: &Watch,
+    work: impl FnOnce() -> T + Send,
+) -> io::Result<T> {
     let (tx, rx) = mpsc::channel::<()>();
     std::thread::scope(|s| {
         let worker = s.spawn(move || {
@@ -333,7 +367,8 @@ pub fn watched<T: Send>(ctl: &mut Control, progress: &Progress, cut: &Cut, watch
             work()
         });
         let tick = watch.markers.map_or(TICK, |m| m.min(TICK));
-        let (mut last_marker, mut last_move, mut last_bytes) = (Instant::now(), Instant::now(), progress.bytes());
+        let (mut last_marker, mut last_move, mut last_bytes) =
+            (Instant::now(), Instant::now(), progress.bytes());
         while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(tick) {
             if let Some(every) = watch.markers {
                 if last_marker.elapsed() >= every {
@@ -353,7 +388,9 @@ pub fn watched<T: Send>(ctl: &mut Control, progress: &Progress, cut: &Cut, watch
                 cut.cut("the client closed its control connection");
             }
         }
-        worker.join().map_err(|_| io::Error::other("data thread panicked"))
+        worker
+            .join()
+            .map_err(|_| io::Error::other("data thread panicked"))
     })
 }
 
@@ -364,13 +401,24 @@ mod tests {
     #[test]
     fn only_the_client_is_a_peer_unless_third_party_is_allowed() {
         let client: IpAddr = "192.0.2.7".parse().unwrap();
-        let p = Peers { client, third_party: false };
+        let p = Peers {
+            client,
+            third_party: false,
+        };
         assert!(p.allows("::ffff:192.0.2.7".parse().unwrap()));
         assert!(!p.allows("192.0.2.8".parse().unwrap()));
         assert!(p.refuse_port(&"192.0.2.7:5000".parse().unwrap()).is_none());
         assert!(p.refuse_port(&"192.0.2.8:5000".parse().unwrap()).is_some());
-        assert!(p.refuse_port(&"192.0.2.7:25".parse().unwrap()).is_some(), "privileged port");
-        let open = Peers { client, third_party: true };
-        assert!(open.refuse_port(&"198.51.100.1:5000".parse().unwrap()).is_none());
+        assert!(
+            p.refuse_port(&"192.0.2.7:25".parse().unwrap()).is_some(),
+            "privileged port"
+        );
+        let open = Peers {
+            client,
+            third_party: true,
+        };
+        assert!(open
+            .refuse_port(&"198.51.100.1:5000".parse().unwrap())
+            .is_none());
     }
 }

@@ -8,7 +8,9 @@ use std::time::UNIX_EPOCH;
 
 use crate::vfs::Root;
 
-const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
 
 /// UTC civil time (year, month, day, hour, minute, second) of Unix seconds.
 fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
@@ -24,7 +26,14 @@ fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (sod / 3600) as u32, (sod % 3600 / 60) as u32, (sod % 60) as u32)
+    (
+        y,
+        m,
+        d,
+        (sod / 3600) as u32,
+        (sod % 3600 / 60) as u32,
+        (sod % 60) as u32,
+    )
 }
 
 fn mtime_secs(meta: &Metadata) -> i64 {
@@ -118,9 +127,15 @@ pub fn ls_line(meta: &Metadata, name: &str) -> String {
 pub fn list(root: &Root, virt: &str, long: bool) -> io::Result<Vec<u8>> {
     let meta = root.stat(virt)?;
     let items = if meta.is_dir() {
-        root.read_dir(virt)?.into_iter().map(|e| (e.name, e.meta)).collect()
+        root.read_dir(virt)?
+            .into_iter()
+            .map(|e| (e.name, e.meta))
+            .collect()
     } else {
-        vec![(virt.rsplit('/').next().unwrap_or_default().to_string(), meta)]
+        vec![(
+            virt.rsplit('/').next().unwrap_or_default().to_string(),
+            meta,
+        )]
     };
     let mut out = String::new();
     for (name, meta) in items {

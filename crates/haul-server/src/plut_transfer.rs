@@ -26,7 +26,11 @@ enum Flow {
     /// We send to the client at `peer` (RETR / ERET).
     Send { peer: SocketAddr, session: u64 },
     /// We bound `sock` and receive `len` bytes from the client (STOR).
-    Receive { sock: UdpSocket, session: u64, len: u64 },
+    Receive {
+        sock: UdpSocket,
+        session: u64,
+        len: u64,
+    },
 }
 
 /// A session's PLUT state.
@@ -47,13 +51,18 @@ impl Session<'_> {
     /// `OPTS HAUL Transport=plut;Mds=N;Rate=B;` or `Transport=tcp;`.
     pub(crate) fn plut_opts(&mut self, options: &str) -> io::Result<()> {
         match params::parse_opts(options) {
-            Ok(Some(_)) if self.shared.cfg.require_tls => {
-                self.ctl.reply(521, "PLUT data channels are not encrypted, and this server requires TLS.")
-            }
+            Ok(Some(_)) if self.shared.cfg.require_tls => self.ctl.reply(
+                521,
+                "PLUT data channels are not encrypted, and this server requires TLS.",
+            ),
             Ok(p) => {
-                self.plut = PlutState { params: p, flow: None };
+                self.plut = PlutState {
+                    params: p,
+                    flow: None,
+                };
                 let t = if p.is_some() { "PLUT" } else { "TCP" };
-                self.ctl.reply(200, format!("OPTS HAUL: transfers use {t}."))
+                self.ctl
+                    .reply(200, format!("OPTS HAUL: transfers use {t}."))
             }
             Err(e) => self.ctl.reply(501, format!("{e}.")),
         }
@@ -62,18 +71,25 @@ impl Session<'_> {
     /// `PLUT PORT h1,h2,h3,h4,p1,p2 SESSION` / `PLUT PASV SESSION LENGTH`.
     pub(crate) fn cmd_plut(&mut self, arg: &str) -> io::Result<()> {
         if !self.plut.enabled() {
-            return self.ctl.reply(503, "PLUT needs OPTS HAUL Transport=plut first.");
+            return self
+                .ctl
+                .reply(503, "PLUT needs OPTS HAUL Transport=plut first.");
         }
         let words: Vec<&str> = arg.split_whitespace().collect();
         match words.as_slice() {
             [sub, addr, session] if sub.eq_ignore_ascii_case("PORT") => {
                 let (peer, session) = match (parse_port(addr), params::parse_session(session)) {
                     (Ok(a), Ok(s)) => (a, s),
-                    (Err(e), _) | (_, Err(e)) => return self.ctl.reply(501, format!("PLUT PORT: {e}.")),
+                    (Err(e), _) | (_, Err(e)) => {
+                        return self.ctl.reply(501, format!("PLUT PORT: {e}."))
+                    }
                 };
                 // Data goes only to the client itself, so the server cannot be aimed at others.
                 if peer.ip() != self.ctl.peer_ip()? {
-                    return self.ctl.reply(501, format!("PLUT PORT {peer}: not the control connection's address."));
+                    return self.ctl.reply(
+                        501,
+                        format!("PLUT PORT {peer}: not the control connection's address."),
+                    );
                 }
                 self.plut.flow = Some(Flow::Send { peer, session });
                 self.ctl.reply(200, "PLUT PORT command successful.")
@@ -82,7 +98,11 @@ impl Session<'_> {
                 let (session, len) = match (params::parse_session(session), len.parse::<u64>()) {
                     (Ok(s), Ok(l)) => (s, l),
                     (Err(e), _) => return self.ctl.reply(501, format!("PLUT PASV: {e}.")),
-                    (_, Err(_)) => return self.ctl.reply(501, format!("PLUT PASV: length {len:?} is not a number.")),
+                    (_, Err(_)) => {
+                        return self
+                            .ctl
+                            .reply(501, format!("PLUT PASV: length {len:?} is not a number."))
+                    }
                 };
                 let ip = self.ctl.local_ip()?;
                 let sock = match plut::bind(SocketAddr::new(ip, 0), &Tuning::default()) {
@@ -91,35 +111,56 @@ impl Session<'_> {
                 };
                 // Only the client may be the sender of the flow it asked for.
                 if let Err(e) = plut::only_from(&sock, self.ctl.peer_ip()?) {
-                    return self.ctl.reply(425, format!("Can't filter the PLUT socket: {e}"));
+                    return self
+                        .ctl
+                        .reply(425, format!("Can't filter the PLUT socket: {e}"));
                 }
                 let addr = sock.local_addr()?;
                 self.plut.flow = Some(Flow::Receive { sock, session, len });
-                self.ctl.reply(227, format!("Entering PLUT Passive Mode ({})", format_port(&addr)))
+                self.ctl.reply(
+                    227,
+                    format!("Entering PLUT Passive Mode ({})", format_port(&addr)),
+                )
             }
-            _ => self.ctl.reply(501, "Usage: PLUT PORT h1,h2,h3,h4,p1,p2 SESSION | PLUT PASV SESSION LENGTH."),
+            _ => self.ctl.reply(
+                501,
+                "Usage: PLUT PORT h1,h2,h3,h4,p1,p2 SESSION | PLUT PASV SESSION LENGTH.",
+            ),
         }
     }
 
     fn plut_tuning(&self) -> Tuning {
-        Tuning { idle_timeout: self.shared.cfg.idle_timeout, ..Tuning::default() }
+        Tuning {
+            idle_timeout: self.shared.cfg.idle_timeout,
+            ..Tuning::default()
+        }
     }
 
     /// RETR / ERET over PLUT: send the file (or the ERET range) to the named flow.
     pub(crate) fn plut_retr(&mut self, arg: &str, eret: Option<(u64, u64)>) -> io::Result<()> {
         let rest = self.rest.take();
         let Some(Flow::Send { peer, session }) = self.plut.flow.take() else {
-            return self.ctl.reply(425, "Can't open data connection: send PLUT PORT first.");
+            return self
+                .ctl
+                .reply(425, "Can't open data connection: send PLUT PORT first.");
         };
         if rest.is_some() {
-            return self.ctl.reply(501, "REST is not supported over PLUT; use ERET or TCP.");
+            return self
+                .ctl
+                .reply(501, "REST is not supported over PLUT; use ERET or TCP.");
         }
         let file;
         let (src, size, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
-            Target::Null => return self.ctl.reply(550, "/dev/null: Permission denied (write-only device)"),
+            Target::Null => {
+                return self
+                    .ctl
+                    .reply(550, "/dev/null: Permission denied (write-only device)")
+            }
             Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
-                Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                Ok((_, m)) if !m.is_file() => {
+                    return self.ctl.reply(550, format!("{virt}: not a regular file"))
+                }
                 Ok((f, m)) => {
                     file = f;
                     (&file, Some(m.len()), virt)
@@ -129,23 +170,46 @@ impl Session<'_> {
         };
         let (base, len) = match (eret, size) {
             (Some((off, _)), Some(n)) if off > n => {
-                return self.ctl.reply(550, format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"))
+                return self.ctl.reply(
+                    550,
+                    format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"),
+                )
             }
             (Some((off, l)), Some(n)) => (off, l.min(n - off)),
             (Some((off, l)), None) => (off, l),
             (None, Some(n)) => (0, n),
-            (None, None) => return self.ctl.reply(550, format!("{virt}: endless; use ERET P <offset> <length>")),
+            (None, None) => {
+                return self.ctl.reply(
+                    550,
+                    format!("{virt}: endless; use ERET P <offset> <length>"),
+                )
+            }
         };
-        let Some(p) = self.plut.params else { return self.ctl.reply(503, "PLUT not selected.") };
+        let Some(p) = self.plut.params else {
+            return self.ctl.reply(503, "PLUT not selected.");
+        };
         let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
         let tuning = self.plut_tuning();
-        self.ctl.reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
+        self.ctl
+            .reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
         let ip = self.ctl.local_ip()?;
         // Acknowledgements are taken only from the client.
         let result = plut::bind(SocketAddr::new(ip, 0), &tuning)
             .and_then(|sock| plut::only_from(&sock, peer.ip()).map(|()| sock))
             .map_err(|e| e.to_string())
-            .and_then(|sock| plut::send(&sock, peer, src, base, len, &cfg, &tuning, &Progress::default()).map_err(|e| e.to_string()));
+            .and_then(|sock| {
+                plut::send(
+                    &sock,
+                    peer,
+                    src,
+                    base,
+                    len,
+                    &cfg,
+                    &tuning,
+                    &Progress::default(),
+                )
+                .map_err(|e| e.to_string())
+            });
         match result {
             Ok(stats) => {
                 tracing::info!(path = %virt, len, ?stats, "PLUT send done");
@@ -153,7 +217,8 @@ impl Session<'_> {
             }
             Err(e) => {
                 tracing::warn!(path = %virt, error = %e, "PLUT send failed");
-                self.ctl.reply(426, format!("PLUT data channel failed: {e}"))
+                self.ctl
+                    .reply(426, format!("PLUT data channel failed: {e}"))
             }
         }
     }
@@ -162,10 +227,14 @@ impl Session<'_> {
     pub(crate) fn plut_stor(&mut self, arg: &str) -> io::Result<()> {
         let rest = self.rest.take();
         let Some(Flow::Receive { sock, session, len }) = self.plut.flow.take() else {
-            return self.ctl.reply(425, "Can't open data connection: send PLUT PASV first.");
+            return self
+                .ctl
+                .reply(425, "Can't open data connection: send PLUT PASV first.");
         };
         if rest.is_some() {
-            return self.ctl.reply(501, "REST is not supported over PLUT; use TCP to resume.");
+            return self
+                .ctl
+                .reply(501, "REST is not supported over PLUT; use TCP to resume.");
         }
         let virt = match self.resolve(arg) {
             Target::Null => {
@@ -174,16 +243,25 @@ impl Session<'_> {
                 }
                 return Ok(());
             }
-            Target::Zero => return self.ctl.reply(550, "/dev/zero: Permission denied (read-only device)"),
+            Target::Zero => {
+                return self
+                    .ctl
+                    .reply(550, "/dev/zero: Permission denied (read-only device)")
+            }
             Target::Path(virt) => virt,
         };
-        let Some((parent, _writing)) = self.start_upload(&virt)? else { return Ok(()) };
+        let Some((parent, _writing)) = self.start_upload(&virt)? else {
+            return Ok(());
+        };
         let file = match parent.open_part(true) {
             Ok(f) => f,
             Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
         };
         if !lock_exclusive(&file) {
-            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
+            return self.ctl.reply(
+                450,
+                format!("{virt}: another upload to this file is in progress"),
+            );
         }
         if let Err(e) = file.set_len(0) {
             return self.ctl.reply(550, fs_error(&virt, &e));
@@ -201,14 +279,21 @@ impl Session<'_> {
 
     /// Receives `len` bytes into `sink` with 112 markers meanwhile; on failure replies 426 and
     /// returns false (the caller replies 226 on success).
-    fn plut_receive(&mut self, sock: &UdpSocket, session: u64, len: u64, sink: &dyn Sink) -> io::Result<bool> {
+    fn plut_receive(
+        &mut self,
+        sock: &UdpSocket,
+        session: u64,
+        len: u64,
+        sink: &dyn Sink,
+    ) -> io::Result<bool> {
         let Some(p) = self.plut.params else {
             self.ctl.reply(503, "PLUT not selected.")?;
             return Ok(false);
         };
         let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
         let tuning = self.plut_tuning();
-        self.ctl.reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
+        self.ctl
+            .reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
         let progress = Progress::default();
         let interval = self.shared.cfg.marker_interval;
         let ctl = &mut self.ctl;
@@ -219,12 +304,22 @@ impl Session<'_> {
                 plut::receive(sock, sink, 0, len, &cfg, &tuning, &progress)
             });
             while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
-                let m = PerfMarker { timestamp: now_s(), stripe_index: 0, stripe_bytes: progress.bytes(), total_stripes: 1 };
+                let m = PerfMarker {
+                    timestamp: now_s(),
+                    stripe_index: 0,
+                    stripe_bytes: progress.bytes(),
+                    total_stripes: 1,
+                };
                 if let Err(e) = ctl.send(&Reply::multi(112, m.to_lines())) {
                     tracing::debug!(error = %e, "marker not sent");
                 }
             }
-            worker.join().unwrap_or_else(|_| Err(plut::PlutError::Io { what: "receiving", source: io::Error::other("receiver thread panicked") }))
+            worker.join().unwrap_or_else(|_| {
+                Err(plut::PlutError::Io {
+                    what: "receiving",
+                    source: io::Error::other("receiver thread panicked"),
+                })
+            })
         });
         match result {
             Ok(stats) => {
@@ -233,7 +328,8 @@ impl Session<'_> {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "PLUT receive failed");
-                self.ctl.reply(426, format!("PLUT data channel failed: {e}"))?;
+                self.ctl
+                    .reply(426, format!("PLUT data channel failed: {e}"))?;
                 Ok(false)
             }
         }
@@ -241,5 +337,7 @@ impl Session<'_> {
 }
 
 fn now_s() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

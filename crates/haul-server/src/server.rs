@@ -74,7 +74,10 @@ fn refuse(mut tcp: TcpStream, line: &str) {
 impl Server {
     /// Checks the configuration, loads users and TLS material, and binds the control port.
     pub fn bind(cfg: ServerConfig) -> Result<Server, ServerError> {
-        let root_err = |reason: String| ServerError::Root { path: cfg.root.display().to_string(), reason };
+        let root_err = |reason: String| ServerError::Root {
+            path: cfg.root.display().to_string(),
+            reason,
+        };
         match std::fs::metadata(&cfg.root) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(root_err("not a directory".into())),
@@ -93,9 +96,14 @@ impl Server {
             None => None,
         };
         if cfg.require_tls && tls.is_none() {
-            return Err(ServerError::Config("--require-tls needs --tls-cert and --tls-key".into()));
+            return Err(ServerError::Config(
+                "--require-tls needs --tls-cert and --tls-key".into(),
+            ));
         }
-        let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind { addr: cfg.listen, source })?;
+        let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
@@ -145,7 +153,10 @@ impl Server {
         if self.active.fetch_add(1, Ordering::SeqCst) >= max {
             self.active.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(%peer, max, "session limit reached");
-            refuse(tcp, &format!("421 Too many sessions (limit {max}); try again later.\r\n"));
+            refuse(
+                tcp,
+                &format!("421 Too many sessions (limit {max}); try again later.\r\n"),
+            );
             return;
         }
         {
@@ -155,7 +166,13 @@ impl Server {
                 drop(m);
                 self.active.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(%peer, per_ip, "session limit per address reached");
-                refuse(tcp, &format!("421 Too many sessions from {} (limit {per_ip}); try again later.\r\n", peer.ip()));
+                refuse(
+                    tcp,
+                    &format!(
+                        "421 Too many sessions from {} (limit {per_ip}); try again later.\r\n",
+                        peer.ip()
+                    ),
+                );
                 return;
             }
             *n += 1;
@@ -171,19 +188,22 @@ impl Server {
             r.insert(id, c);
         }
         let shared = self.shared.clone();
-        let spawned = std::thread::Builder::new().name(format!("haul-session-{id}")).spawn(move || {
-            tracing::info!(%peer, "session start");
-            let result = Control::new(tcp, shared.cfg.idle_timeout).and_then(|ctl| Session::new(&shared, ctl)?.run());
-            // Free the slot before the client sees the close, so it may reconnect at once.
-            drop(guard);
-            match result {
-                Ok(mut ctl) => {
-                    ctl.close();
-                    tracing::info!(%peer, "session end")
+        let spawned = std::thread::Builder::new()
+            .name(format!("haul-session-{id}"))
+            .spawn(move || {
+                tracing::info!(%peer, "session start");
+                let result = Control::new(tcp, shared.cfg.idle_timeout)
+                    .and_then(|ctl| Session::new(&shared, ctl)?.run());
+                // Free the slot before the client sees the close, so it may reconnect at once.
+                drop(guard);
+                match result {
+                    Ok(mut ctl) => {
+                        ctl.close();
+                        tracing::info!(%peer, "session end")
+                    }
+                    Err(e) => tracing::info!(%peer, error = %e, "session ended with error"),
                 }
-                Err(e) => tracing::info!(%peer, error = %e, "session ended with error"),
-            }
-        });
+            });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start session thread");
         }
@@ -196,12 +216,20 @@ impl Server {
         let stop = server.stop.clone();
         let registry = server.registry.clone();
         let active = server.active.clone();
-        let thread = std::thread::Builder::new().name("haul-server".into()).spawn(move || {
-            if let Err(e) = server.run() {
-                tracing::error!(error = %e, "server stopped");
-            }
-        })?;
-        Ok(ServerHandle { addr, active, stop, registry, thread: Some(thread) })
+        let thread = std::thread::Builder::new()
+            .name("haul-server".into())
+            .spawn(move || {
+                if let Err(e) = server.run() {
+                    tracing::error!(error = %e, "server stopped");
+                }
+            })?;
+        Ok(ServerHandle {
+            addr,
+            active,
+            stop,
+            registry,
+            thread: Some(thread),
+        })
     }
 }
 

@@ -2,11 +2,11 @@
 //! wait in the line buffer while a transfer runs), with replies that name the cause of every
 //! failure. Data-channel commands live in `transfer`.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::sync::Arc;
-use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,8 +18,8 @@ use haul_xfer::checksum::{checksum, Algorithm};
 use crate::auth::{is_anonymous, Access, Users};
 use crate::config::ServerConfig;
 use crate::control::{Control, Input};
-use crate::listing;
 use crate::datachan::DataState;
+use crate::listing;
 use crate::transfer::WriteKind;
 use crate::vfs::{is_part_name, Parent, Root, Target};
 
@@ -37,7 +37,10 @@ struct WhileClientStays<'a> {
 impl Source for WhileClientStays<'_> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         if self.watch.gone(Duration::ZERO) {
-            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the client left"));
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the client left",
+            ));
         }
         self.src.read_at(buf, offset)
     }
@@ -109,7 +112,11 @@ struct UserSlot<'a> {
 
 impl Drop for UserSlot<'_> {
     fn drop(&mut self) {
-        let mut m = self.shared.per_user.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self
+            .shared
+            .per_user
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(n) = m.get_mut(&self.name) {
             *n -= 1;
             if *n == 0 {
@@ -165,16 +172,25 @@ impl FileId {
     /// The identity of a file from its metadata.
     pub fn of(m: &fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
-        FileId { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+        FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
     }
 
     /// True if the content was last modified more than [`RACY`] ago, so an unchanged
     /// identity means unchanged content. (A write moves mtime and ctime together; ctime alone
     /// also moves on metadata changes, which do not touch the content.)
     pub fn settled(&self) -> bool {
-        let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) else { return false };
+        let Ok(now) = SystemTime::now().duration_since(UNIX_EPOCH) else {
+            return false;
+        };
         let (s, ns) = self.mtime;
-        u64::try_from(s).is_ok_and(|s| Duration::new(s, ns.clamp(0, 999_999_999) as u32) + RACY <= now)
+        u64::try_from(s)
+            .is_ok_and(|s| Duration::new(s, ns.clamp(0, 999_999_999) as u32) + RACY <= now)
     }
 }
 
@@ -183,7 +199,9 @@ impl FileId {
 pub fn fs_error(virt: &str, e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EXDEV) => return format!("{virt}: outside the served root"),
-        Some(libc::ELOOP) => return format!("{virt}: a symbolic link (never written through or replaced)"),
+        Some(libc::ELOOP) => {
+            return format!("{virt}: a symbolic link (never written through or replaced)")
+        }
         _ => {}
     }
     match e.kind() {
@@ -223,29 +241,45 @@ impl<'a> Session<'a> {
     /// Greets the client and serves commands until QUIT, close, idle timeout or a fatal error;
     /// gives back the control connection for the caller to close.
     pub fn run(mut self) -> io::Result<Control> {
-        self.ctl.reply(220, format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")))?;
+        self.ctl.reply(
+            220,
+            format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")),
+        )?;
         let cfg = &self.shared.cfg;
         let login_by = self.login_by;
         loop {
             let idle_by = Instant::now() + cfg.idle_timeout;
-            let deadline = if self.access.is_none() { idle_by.min(login_by) } else { idle_by };
+            let deadline = if self.access.is_none() {
+                idle_by.min(login_by)
+            } else {
+                idle_by
+            };
             let line = match self.ctl.next_line(deadline)? {
                 Input::Line(l) => l,
                 Input::Closed => break,
                 Input::Idle if self.access.is_none() && Instant::now() >= login_by => {
                     let secs = cfg.login_timeout.as_secs();
                     tracing::warn!(peer = %self.peer, "login timeout");
-                    let _ = self.ctl.reply(421, format!("Login timeout ({secs} s): closing control connection."));
+                    let _ = self.ctl.reply(
+                        421,
+                        format!("Login timeout ({secs} s): closing control connection."),
+                    );
                     break;
                 }
                 Input::Idle => {
                     let secs = cfg.idle_timeout.as_secs();
-                    let _ = self.ctl.reply(421, format!("Idle timeout ({secs} s): closing control connection."));
+                    let _ = self.ctl.reply(
+                        421,
+                        format!("Idle timeout ({secs} s): closing control connection."),
+                    );
                     break;
                 }
                 Input::TooLong => {
                     let max = haul_proto::MAX_LINE;
-                    let _ = self.ctl.reply(500, format!("Command line too long (limit {max} bytes); closing."));
+                    let _ = self.ctl.reply(
+                        500,
+                        format!("Command line too long (limit {max} bytes); closing."),
+                    );
                     break;
                 }
                 Input::NotUtf8 => {
@@ -254,7 +288,15 @@ impl<'a> Session<'a> {
                 }
             };
             // Bytes, not `&line[..5]`: byte 5 may fall inside a character.
-            let shown = if line.as_bytes().get(..5).is_some_and(|p| p.eq_ignore_ascii_case(b"PASS ")) { "PASS ****" } else { &line };
+            let shown = if line
+                .as_bytes()
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"PASS "))
+            {
+                "PASS ****"
+            } else {
+                &line
+            };
             tracing::debug!(command = shown, "control command");
             let flow = match Command::parse(&line) {
                 Ok(cmd) => self.dispatch(cmd)?,
@@ -292,15 +334,24 @@ impl<'a> Session<'a> {
         );
         // Replies deferred by the previous command go out now, unless this command answers
         // at once anyway (RETR: 125 / 150; CKSM: flushes itself unless its digest is ready).
-        if !matches!(cmd, Command::Retr(_) | Command::Eret { .. } | Command::Cksm { .. }) {
+        if !matches!(
+            cmd,
+            Command::Retr(_) | Command::Eret { .. } | Command::Cksm { .. }
+        ) {
             self.ctl.flush()?;
         }
         if self.access.is_none() && !pre_login {
             self.ctl.reply(530, "Please login with USER and PASS.")?;
             return Ok(Flow::Continue);
         }
-        if self.shared.cfg.require_tls && !self.ctl.is_tls() && matches!(cmd, Command::User(_) | Command::Pass(_)) {
-            self.ctl.reply(530, "This server requires TLS: send AUTH TLS before logging in.")?;
+        if self.shared.cfg.require_tls
+            && !self.ctl.is_tls()
+            && matches!(cmd, Command::User(_) | Command::Pass(_))
+        {
+            self.ctl.reply(
+                530,
+                "This server requires TLS: send AUTH TLS before logging in.",
+            )?;
             return Ok(Flow::Continue);
         }
         match cmd {
@@ -326,7 +377,11 @@ impl<'a> Session<'a> {
                     self.data.drop_cached();
                 }
                 self.mode = m;
-                let c = if m == TransferMode::Extended { 'E' } else { 'S' };
+                let c = if m == TransferMode::Extended {
+                    'E'
+                } else {
+                    'S'
+                };
                 self.ctl.reply(200, format!("Mode set to {c}."))?;
             }
             Command::Allo(_) => self.ctl.reply(200, "ALLO command successful.")?,
@@ -335,16 +390,23 @@ impl<'a> Session<'a> {
                 if m.eq_ignore_ascii_case("N") {
                     self.ctl.reply(200, "DCAU N.")?;
                 } else {
-                    self.ctl.reply(504, format!("DCAU {m} not supported: haul protects data channels with PROT P."))?;
+                    self.ctl.reply(
+                        504,
+                        format!("DCAU {m} not supported: haul protects data channels with PROT P."),
+                    )?;
                 }
             }
             Command::Rest(r) => {
                 self.rest = Some(r);
-                self.ctl.reply(350, "Restart Marker OK. Send STORE or RETR to initiate transfer.")?;
+                self.ctl.reply(
+                    350,
+                    "Restart Marker OK. Send STORE or RETR to initiate transfer.",
+                )?;
             }
             Command::Pwd => {
                 let cwd = self.cwd.replace('"', "\"\"");
-                self.ctl.reply(257, format!("\"{cwd}\" is current directory."))?;
+                self.ctl
+                    .reply(257, format!("\"{cwd}\" is current directory."))?;
             }
             Command::Cwd(p) => self.cmd_cwd(&p)?,
             Command::Cdup => self.cmd_cwd("..")?,
@@ -352,13 +414,20 @@ impl<'a> Session<'a> {
             Command::Mdtm(p) => self.cmd_mdtm(&p)?,
             Command::Mlst(p) => self.cmd_mlst(p.as_deref())?,
             Command::Stat(p) => self.cmd_stat(p.as_deref())?,
-            Command::Cksm { algorithm, offset, length, path } => self.cmd_cksm(&algorithm, offset, length, &path)?,
+            Command::Cksm {
+                algorithm,
+                offset,
+                length,
+                path,
+            } => self.cmd_cksm(&algorithm, offset, length, &path)?,
             Command::Mkd(p) => self.cmd_mkd(&p)?,
             Command::Rmd(p) => self.cmd_remove(&p, true)?,
             Command::Dele(p) => self.cmd_remove(&p, false)?,
             Command::Rnfr(p) => self.cmd_rnfr(&p)?,
             Command::Rnto(p) => self.cmd_rnto(&p)?,
-            Command::Abor => self.ctl.reply(226, "ABOR command successful; no transfer in progress.")?,
+            Command::Abor => self
+                .ctl
+                .reply(226, "ABOR command successful; no transfer in progress.")?,
             Command::Port(a) => self.cmd_port(vec![a], "PORT")?,
             Command::Eprt(a) => self.cmd_port(vec![a], "EPRT")?,
             Command::Spor(addrs) => self.cmd_port(addrs, "SPOR")?,
@@ -366,12 +435,20 @@ impl<'a> Session<'a> {
             Command::Epsv => self.cmd_passive(crate::transfer::Passive::Epsv)?,
             Command::Spas => self.cmd_passive(crate::transfer::Passive::Spas)?,
             Command::Retr(p) if self.plut.enabled() => self.plut_retr(&p, None)?,
-            Command::Eret { offset, length, path } if self.plut.enabled() => self.plut_retr(&path, Some((offset, length)))?,
+            Command::Eret {
+                offset,
+                length,
+                path,
+            } if self.plut.enabled() => self.plut_retr(&path, Some((offset, length)))?,
             Command::Stor(p) if self.plut.enabled() => self.plut_stor(&p)?,
             Command::Unknown { verb, arg } if verb == "PLUT" => self.cmd_plut(&arg)?,
             Command::Unknown { verb, .. } if verb == "DTOK" => self.cmd_dtok()?,
             Command::Retr(p) => self.cmd_retr(&p, None)?,
-            Command::Eret { offset, length, path } => self.cmd_retr(&path, Some((offset, length)))?,
+            Command::Eret {
+                offset,
+                length,
+                path,
+            } => self.cmd_retr(&path, Some((offset, length)))?,
             Command::Stor(p) => self.cmd_stor(&p, WriteKind::Stor)?,
             Command::Appe(p) => self.cmd_stor(&p, WriteKind::Appe)?,
             Command::Esto { offset, path } => self.cmd_stor(&path, WriteKind::Esto(offset))?,
@@ -379,8 +456,12 @@ impl<'a> Session<'a> {
             Command::Nlst(p) => self.cmd_listing(p.as_deref(), crate::transfer::ListKind::Nlst)?,
             Command::Mlsd(p) => self.cmd_listing(p.as_deref(), crate::transfer::ListKind::Mlsd)?,
             Command::Acct(_) => self.ctl.reply(202, "ACCT not needed.")?,
-            Command::Rein => self.ctl.reply(502, "REIN not implemented; reconnect instead.")?,
-            Command::Unknown { verb, .. } => self.ctl.reply(500, format!("Unknown command {verb}."))?,
+            Command::Rein => self
+                .ctl
+                .reply(502, "REIN not implemented; reconnect instead.")?,
+            Command::Unknown { verb, .. } => {
+                self.ctl.reply(500, format!("Unknown command {verb}."))?
+            }
         }
         Ok(Flow::Continue)
     }
@@ -389,7 +470,8 @@ impl<'a> Session<'a> {
         if self.access.is_some() {
             return self.ctl.reply(503, "Already logged in.");
         }
-        self.ctl.reply(331, format!("Password required for {name}."))?;
+        self.ctl
+            .reply(331, format!("Password required for {name}."))?;
         self.user = Some(name);
         Ok(())
     }
@@ -405,7 +487,10 @@ impl<'a> Session<'a> {
         };
         let cfg = &self.shared.cfg;
         let access = if is_anonymous(&name) {
-            cfg.anonymous.then_some(Access { write: cfg.anonymous_write, third_party: false })
+            cfg.anonymous.then_some(Access {
+                write: cfg.anonymous_write,
+                third_party: false,
+            })
         } else {
             self.shared.users.verify(&name, pw)
         };
@@ -414,19 +499,33 @@ impl<'a> Session<'a> {
         };
         if !is_anonymous(&name) {
             let max = cfg.max_sessions_per_user;
-            let mut m = self.shared.per_user.lock().unwrap_or_else(|p| p.into_inner());
+            let mut m = self
+                .shared
+                .per_user
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let n = m.entry(name.clone()).or_insert(0);
             if *n >= max {
                 drop(m);
                 tracing::warn!(user = %name, max, "session limit per user reached");
-                self.ctl.reply(421, format!("Too many sessions for {name} (limit {max}); try again later."))?;
+                self.ctl.reply(
+                    421,
+                    format!("Too many sessions for {name} (limit {max}); try again later."),
+                )?;
                 return Ok(Flow::Close);
             }
             *n += 1;
             drop(m);
-            self.user_slot = Some(UserSlot { shared: self.shared, name: name.clone() });
+            self.user_slot = Some(UserSlot {
+                shared: self.shared,
+                name: name.clone(),
+            });
         }
-        self.shared.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.peer);
+        self.shared
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.peer);
         self.anonymous = is_anonymous(&name);
         self.access = Some(a);
         tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");
@@ -439,7 +538,11 @@ impl<'a> Session<'a> {
     fn login_failed(&mut self, name: &str) -> io::Result<Flow> {
         self.failures += 1;
         let recent = {
-            let mut m = self.shared.failures.lock().unwrap_or_else(|p| p.into_inner());
+            let mut m = self
+                .shared
+                .failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
             if m.len() > 65_536 {
                 m.retain(|_, (_, last)| now.duration_since(*last) < FAILURE_MEMORY);
@@ -454,10 +557,13 @@ impl<'a> Session<'a> {
         tracing::warn!(user = %name, peer = %self.peer, failures = self.failures, recent, "login failed");
         self.ctl.flush()?;
         // Never past the login deadline, which then closes the session.
-        std::thread::sleep(backoff(recent).min(self.login_by.saturating_duration_since(Instant::now())));
+        std::thread::sleep(
+            backoff(recent).min(self.login_by.saturating_duration_since(Instant::now())),
+        );
         self.ctl.reply(530, "Login incorrect.")?;
         if self.failures >= MAX_LOGIN_FAILURES {
-            self.ctl.reply(421, "Too many failed logins; closing control connection.")?;
+            self.ctl
+                .reply(421, "Too many failed logins; closing control connection.")?;
             return Ok(Flow::Close);
         }
         Ok(Flow::Continue)
@@ -465,15 +571,20 @@ impl<'a> Session<'a> {
 
     fn cmd_auth(&mut self, mech: &str) -> io::Result<Flow> {
         let Some(cfg) = self.shared.tls.clone() else {
-            self.ctl.reply(502, "AUTH not available: this server has no TLS certificate.")?;
+            self.ctl.reply(
+                502,
+                "AUTH not available: this server has no TLS certificate.",
+            )?;
             return Ok(Flow::Continue);
         };
         if mech != "TLS" && mech != "TLS-C" && mech != "SSL" {
-            self.ctl.reply(504, format!("AUTH {mech} not supported; use AUTH TLS."))?;
+            self.ctl
+                .reply(504, format!("AUTH {mech} not supported; use AUTH TLS."))?;
             return Ok(Flow::Continue);
         }
         if self.ctl.is_tls() {
-            self.ctl.reply(503, "Control connection already protected by TLS.")?;
+            self.ctl
+                .reply(503, "Control connection already protected by TLS.")?;
             return Ok(Flow::Continue);
         }
         self.ctl.reply(234, "AUTH TLS successful.")?;
@@ -500,7 +611,10 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_feat(&mut self) -> io::Result<()> {
-        let algs: String = Algorithm::ALL.iter().map(|a| format!("{};", a.name())).collect();
+        let algs: String = Algorithm::ALL
+            .iter()
+            .map(|a| format!("{};", a.name()))
+            .collect();
         let mut lines = vec!["Extensions supported".to_string()];
         let mut feats = vec![
             "UTF8".to_string(),
@@ -522,7 +636,11 @@ impl<'a> Session<'a> {
             "DTOK".to_string(),
         ];
         if self.shared.tls.is_some() {
-            feats.extend(["AUTH TLS".to_string(), "PBSZ".to_string(), "PROT".to_string()]);
+            feats.extend([
+                "AUTH TLS".to_string(),
+                "PBSZ".to_string(),
+                "PROT".to_string(),
+            ]);
         }
         lines.extend(feats.into_iter().map(|f| format!(" {f}")));
         lines.push("End.".to_string());
@@ -574,7 +692,12 @@ impl<'a> Session<'a> {
                     let max = self.shared.cfg.max_parallelism;
                     match o.parallelism {
                         Some(p) if p as usize > max => {
-                            return self.ctl.reply(501, format!("Parallelism={p} is over this server's limit of {max} streams."))
+                            return self.ctl.reply(
+                                501,
+                                format!(
+                                    "Parallelism={p} is over this server's limit of {max} streams."
+                                ),
+                            )
                         }
                         Some(p) => self.data.parallelism = p as usize,
                         None => {}
@@ -585,13 +708,17 @@ impl<'a> Session<'a> {
             },
             "UTF8" => self.ctl.reply(200, "UTF8 mode is always on."),
             "HAUL" => self.plut_opts(options),
-            _ => self.ctl.reply(501, format!("OPTS {command} not understood.")),
+            _ => self
+                .ctl
+                .reply(501, format!("OPTS {command} not understood.")),
         }
     }
 
     fn cmd_sbuf(&mut self, n: u64) -> io::Result<()> {
         if !(4096..=(1 << 30)).contains(&n) {
-            return self.ctl.reply(501, format!("SBUF {n} out of range 4096..=1073741824."));
+            return self
+                .ctl
+                .reply(501, format!("SBUF {n} out of range 4096..=1073741824."));
         }
         self.data.sbuf = Some(n as usize);
         self.ctl.reply(200, "SBUF Command Successful.")
@@ -608,7 +735,10 @@ impl<'a> Session<'a> {
         match self.resolve(arg) {
             Target::Path(virt) => Ok(Some(virt)),
             _ => {
-                self.ctl.reply(550, format!("{arg}: not a regular file or directory (virtual device)"))?;
+                self.ctl.reply(
+                    550,
+                    format!("{arg}: not a regular file or directory (virtual device)"),
+                )?;
                 Ok(None)
             }
         }
@@ -616,7 +746,11 @@ impl<'a> Session<'a> {
 
     /// The parent handle of `virt` for a change to its name; replies 550 when it cannot be had,
     /// or when the name is reserved for upload part files and `reserved` is refused.
-    pub(crate) fn parent_of(&mut self, virt: &str, refuse_part: bool) -> io::Result<Option<Parent>> {
+    pub(crate) fn parent_of(
+        &mut self,
+        virt: &str,
+        refuse_part: bool,
+    ) -> io::Result<Option<Parent>> {
         if refuse_part && virt.rsplit('/').next().is_some_and(is_part_name) {
             self.ctl.reply(553, format!("{virt}: names of the form .NAME.haul-part are reserved for uploads in progress"))?;
             return Ok(None);
@@ -636,13 +770,19 @@ impl<'a> Session<'a> {
         if self.access.is_some_and(|a| a.write) {
             return Ok(true);
         }
-        let why = if self.anonymous { "anonymous is read-only" } else { "read-only user" };
+        let why = if self.anonymous {
+            "anonymous is read-only"
+        } else {
+            "read-only user"
+        };
         self.ctl.reply(550, format!("Permission denied ({why})."))?;
         Ok(false)
     }
 
     fn cmd_cwd(&mut self, arg: &str) -> io::Result<()> {
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         match self.shared.vfs.stat(&virt) {
             Ok(m) if m.is_dir() => {
                 self.cwd = virt;
@@ -654,7 +794,9 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_size(&mut self, arg: &str) -> io::Result<()> {
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         match self.shared.vfs.stat(&virt) {
             Ok(m) if m.is_file() => self.ctl.reply(213, m.len().to_string()),
             Ok(_) => self.ctl.reply(550, format!("{virt}: not a regular file")),
@@ -663,7 +805,9 @@ impl<'a> Session<'a> {
     }
 
     fn cmd_mdtm(&mut self, arg: &str) -> io::Result<()> {
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         match self.shared.vfs.stat(&virt) {
             Ok(m) => self.ctl.reply(213, listing::mdtm(&m)),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
@@ -672,12 +816,17 @@ impl<'a> Session<'a> {
 
     fn cmd_mlst(&mut self, arg: Option<&str>) -> io::Result<()> {
         let arg = arg.unwrap_or(".").to_string();
-        let Some(virt) = self.resolve_real(&arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(&arg)? else {
+            return Ok(());
+        };
         let write = self.access.is_some_and(|a| a.write);
         match self.shared.vfs.stat(&virt) {
             Ok(m) => {
                 let line = format!(" {}{virt}", listing::facts(&m, None, write));
-                self.ctl.send(&Reply::multi(250, vec![format!("Listing {virt}"), line, "End.".into()]))
+                self.ctl.send(&Reply::multi(
+                    250,
+                    vec![format!("Listing {virt}"), line, "End.".into()],
+                ))
             }
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
@@ -685,15 +834,29 @@ impl<'a> Session<'a> {
 
     fn cmd_stat(&mut self, arg: Option<&str>) -> io::Result<()> {
         let Some(arg) = arg else {
-            let user = if self.anonymous { "anonymous" } else { "a named user" };
-            let lines = vec!["haul GridFTP server status:".into(), format!("    Logged in as {user}"), "End.".into()];
+            let user = if self.anonymous {
+                "anonymous"
+            } else {
+                "a named user"
+            };
+            let lines = vec![
+                "haul GridFTP server status:".into(),
+                format!("    Logged in as {user}"),
+                "End.".into(),
+            ];
             return self.ctl.send(&Reply::multi(211, lines));
         };
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         match listing::list(&self.shared.vfs, &virt, true) {
             Ok(body) => {
                 let mut lines = vec![format!("status of {virt}")];
-                lines.extend(String::from_utf8_lossy(&body).lines().map(|l| format!(" {l}")));
+                lines.extend(
+                    String::from_utf8_lossy(&body)
+                        .lines()
+                        .map(|l| format!(" {l}")),
+                );
                 lines.push("End.".into());
                 self.ctl.send(&Reply::multi(213, lines))
             }
@@ -701,7 +864,13 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn cmd_cksm(&mut self, alg: &str, offset: u64, length: Option<u64>, arg: &str) -> io::Result<()> {
+    fn cmd_cksm(
+        &mut self,
+        alg: &str,
+        offset: u64,
+        length: Option<u64>,
+        arg: &str,
+    ) -> io::Result<()> {
         let alg: Algorithm = match alg.parse() {
             Ok(a) => a,
             Err(e) => return self.ctl.reply(504, format!("{e}.")),
@@ -709,7 +878,15 @@ impl<'a> Session<'a> {
         if let Some(d) = self.known_digest.take() {
             // The file just sent or received, still the same file: its digest is known.
             let whole = offset == 0 && length.unwrap_or(d.id.size) == d.id.size;
-            if whole && d.alg == alg && d.virt == Root::normalize(&self.cwd, arg) && self.shared.vfs.stat(&d.virt).is_ok_and(|m| FileId::of(&m) == d.id) {
+            if whole
+                && d.alg == alg
+                && d.virt == Root::normalize(&self.cwd, arg)
+                && self
+                    .shared
+                    .vfs
+                    .stat(&d.virt)
+                    .is_ok_and(|m| FileId::of(&m) == d.id)
+            {
                 self.ctl.defer_reply(213, d.hex);
                 return Ok(());
             }
@@ -720,15 +897,26 @@ impl<'a> Session<'a> {
         let result = match self.resolve(arg) {
             Target::Zero => match length {
                 Some(n) if n > MAX_ZERO_CKSM => {
-                    return self.ctl.reply(501, format!("/dev/zero: CKSM is limited to {MAX_ZERO_CKSM} bytes of zeros."))
+                    return self.ctl.reply(
+                        501,
+                        format!("/dev/zero: CKSM is limited to {MAX_ZERO_CKSM} bytes of zeros."),
+                    )
                 }
                 Some(_) => checksum(&Zero, alg, offset, length),
-                None => return self.ctl.reply(550, "/dev/zero: endless; give CKSM a length."),
+                None => {
+                    return self
+                        .ctl
+                        .reply(550, "/dev/zero: endless; give CKSM a length.")
+                }
             },
             Target::Null => checksum(&Zero, alg, 0, Some(0)),
             Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
-                Ok((_, m)) if m.is_dir() => return self.ctl.reply(550, format!("{virt}: Is a directory")),
-                Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                Ok((_, m)) if m.is_dir() => {
+                    return self.ctl.reply(550, format!("{virt}: Is a directory"))
+                }
+                Ok((_, m)) if !m.is_file() => {
+                    return self.ctl.reply(550, format!("{virt}: not a regular file"))
+                }
                 Ok((f, _)) => checksum(&WhileClientStays { src: &f, watch }, alg, offset, length),
                 Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
             },
@@ -743,11 +931,19 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
-        let Some(parent) = self.parent_of(&virt, true)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
+        let Some(parent) = self.parent_of(&virt, true)? else {
+            return Ok(());
+        };
         match parent.mkdir() {
-            Ok(()) => self.ctl.reply(257, format!("\"{virt}\" directory created.")),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => self.ctl.reply(553, fs_error(&virt, &e)),
+            Ok(()) => self
+                .ctl
+                .reply(257, format!("\"{virt}\" directory created.")),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                self.ctl.reply(553, fs_error(&virt, &e))
+            }
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
     }
@@ -756,13 +952,23 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         if virt == "/" {
-            return self.ctl.reply(550, "/: Permission denied (the served root cannot be removed)");
+            return self.ctl.reply(
+                550,
+                "/: Permission denied (the served root cannot be removed)",
+            );
         }
-        let Some(parent) = self.parent_of(&virt, false)? else { return Ok(()) };
+        let Some(parent) = self.parent_of(&virt, false)? else {
+            return Ok(());
+        };
         match parent.remove(dir) {
-            Ok(()) => self.ctl.reply(250, format!("{} command successful.", if dir { "RMD" } else { "DELE" })),
+            Ok(()) => self.ctl.reply(
+                250,
+                format!("{} command successful.", if dir { "RMD" } else { "DELE" }),
+            ),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
     }
@@ -771,17 +977,27 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
         if virt == "/" {
-            return self.ctl.reply(550, "/: Permission denied (the served root cannot be renamed)");
+            return self.ctl.reply(
+                550,
+                "/: Permission denied (the served root cannot be renamed)",
+            );
         }
-        let Some(parent) = self.parent_of(&virt, true)? else { return Ok(()) };
+        let Some(parent) = self.parent_of(&virt, true)? else {
+            return Ok(());
+        };
         match parent.lstat() {
             Ok(Some(_)) => {
                 self.rename_from = Some(virt);
-                self.ctl.reply(350, "File exists, ready for destination name.")
+                self.ctl
+                    .reply(350, "File exists, ready for destination name.")
             }
-            Ok(None) => self.ctl.reply(550, format!("{virt}: No such file or directory")),
+            Ok(None) => self
+                .ctl
+                .reply(550, format!("{virt}: No such file or directory")),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
         }
     }
@@ -793,9 +1009,15 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(());
         }
-        let Some(virt) = self.resolve_real(arg)? else { return Ok(()) };
-        let Some(to) = self.parent_of(&virt, true)? else { return Ok(()) };
-        let Some(from_parent) = self.parent_of(&from, true)? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg)? else {
+            return Ok(());
+        };
+        let Some(to) = self.parent_of(&virt, true)? else {
+            return Ok(());
+        };
+        let Some(from_parent) = self.parent_of(&from, true)? else {
+            return Ok(());
+        };
         match from_parent.rename_to(&to) {
             Ok(()) => self.ctl.reply(250, "Rename successful."),
             Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),

@@ -90,7 +90,11 @@ impl Session<'_> {
         Ok(Dial {
             sbuf: self.data.sbuf,
             timeout: cfg.data_timeout,
-            tls: if self.prot_private { self.shared.tls.clone() } else { None },
+            tls: if self.prot_private {
+                self.shared.tls.clone()
+            } else {
+                None
+            },
             peers: self.peers()?,
             limit: cfg.max_parallelism,
             token: self.data_token,
@@ -99,12 +103,18 @@ impl Session<'_> {
 
     /// Who this session's data connections may reach.
     pub(crate) fn peers(&self) -> io::Result<Peers> {
-        Ok(Peers { client: self.ctl.peer_ip()?, third_party: self.access.is_some_and(|a| a.third_party) })
+        Ok(Peers {
+            client: self.ctl.peer_ip()?,
+            third_party: self.access.is_some_and(|a| a.third_party),
+        })
     }
 
     fn watch(&self, markers: bool) -> Watch {
         let cfg = &self.shared.cfg;
-        Watch { markers: markers.then_some(cfg.marker_interval), stall: cfg.data_timeout }
+        Watch {
+            markers: markers.then_some(cfg.marker_interval),
+            stall: cfg.data_timeout,
+        }
     }
 
     /// PORT / EPRT / SPOR: the client listens at `addrs`, which must be its own address (or any,
@@ -113,7 +123,9 @@ impl Session<'_> {
         self.data.drop_all();
         let max = self.shared.cfg.max_parallelism;
         if addrs.is_empty() || addrs.len() > max {
-            return self.ctl.reply(501, format!("{verb}: between 1 and {max} addresses."));
+            return self
+                .ctl
+                .reply(501, format!("{verb}: between 1 and {max} addresses."));
         }
         let peers = self.peers()?;
         if let Some(why) = addrs.iter().find_map(|a| peers.refuse_port(a)) {
@@ -130,16 +142,30 @@ impl Session<'_> {
         let ip = self.ctl.local_ip()?;
         let l = match socket::listen(SocketAddr::new(ip, 0), self.data.sbuf) {
             Ok(l) => l,
-            Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")),
+            Err(e) => {
+                return self
+                    .ctl
+                    .reply(425, format!("Can't open data connection: {e}"))
+            }
         };
         let addr = l.local_addr()?;
         self.data.setup = Setup::Passive(l);
         match kind {
-            Passive::Pasv => self.ctl.reply(227, format!("Entering Passive Mode ({})", format_port(&addr))),
-            Passive::Epsv => self.ctl.reply(229, format!("Entering Extended Passive Mode (|||{}|)", addr.port())),
+            Passive::Pasv => self.ctl.reply(
+                227,
+                format!("Entering Passive Mode ({})", format_port(&addr)),
+            ),
+            Passive::Epsv => self.ctl.reply(
+                229,
+                format!("Entering Extended Passive Mode (|||{}|)", addr.port()),
+            ),
             Passive::Spas => self.ctl.send(&Reply::multi(
                 229,
-                vec!["Entering Striped Passive Mode.".into(), format!(" {}", format_port(&addr)), "End".into()],
+                vec![
+                    "Entering Striped Passive Mode.".into(),
+                    format!(" {}", format_port(&addr)),
+                    "End".into(),
+                ],
             )),
         }
     }
@@ -147,14 +173,20 @@ impl Session<'_> {
     /// Replies 425 and returns false when no data channel can be had.
     pub(crate) fn check_setup(&mut self) -> io::Result<bool> {
         if self.shared.cfg.require_tls && !self.prot_private {
-            self.ctl.reply(521, "Data connections must be protected on this server: send PROT P.")?;
+            self.ctl.reply(
+                521,
+                "Data connections must be protected on this server: send PROT P.",
+            )?;
             return Ok(false);
         }
         if self.mode == TransferMode::Extended && !self.data.cached.is_empty() {
             return Ok(true);
         }
         if matches!(self.data.setup, Setup::None) {
-            self.ctl.reply(425, "Can't open data connection: send PORT, EPRT, SPOR, PASV, EPSV or SPAS first.")?;
+            self.ctl.reply(
+                425,
+                "Can't open data connection: send PORT, EPRT, SPOR, PASV, EPSV or SPAS first.",
+            )?;
             return Ok(false);
         }
         Ok(true)
@@ -170,28 +202,53 @@ impl Session<'_> {
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
         let extended = self.mode == TransferMode::Extended;
         let (dial, watch, cut) = (self.dial()?, self.watch(false), Cut::default());
-        let mut conns = if extended { std::mem::take(&mut self.data.cached) } else { Vec::new() };
+        let mut conns = if extended {
+            std::mem::take(&mut self.data.cached)
+        } else {
+            Vec::new()
+        };
         conns.iter().for_each(|c| cut.hold(c));
         match (conns.is_empty(), extended) {
-            (false, _) => self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?,
+            (false, _) => self
+                .ctl
+                .reply(125, "Beginning transfer; reusing existing data connection.")?,
             (true, true) => self.ctl.reply(150, "Beginning transfer.")?,
             (true, false) => self.ctl.reply(150, "Opening data connection.")?,
         }
-        let n = if extended { self.data.parallelism.max(1) } else { 1 };
+        let n = if extended {
+            self.data.parallelism.max(1)
+        } else {
+            1
+        };
         let (setup, block) = (&self.data.setup, self.shared.cfg.block_size);
         // Err(true): no data connection could be had (425); Err(false): the transfer failed.
-        let result = watched(&mut self.ctl, &progress, &cut, &watch, || -> Result<Vec<Conn>, (bool, io::Error)> {
-            if conns.is_empty() {
-                conns = dial.open(setup, n, &cut).map_err(|e| (true, e))?;
-            }
-            if extended {
-                mode_e::send(&mut conns, src, &ranges, block, &progress, false).map(|()| conns).map_err(|e| (false, e))
-            } else {
-                let (start, end) = (ranges.first().map_or(0, |r| r.0), ranges.last().map_or(0, |r| r.1));
-                let conn = conns.pop().ok_or_else(|| (true, io::Error::from(io::ErrorKind::NotConnected)))?;
-                stream::send(conn, src, start, Some(end), &progress).map(|()| Vec::new()).map_err(|e| (false, e))
-            }
-        })?;
+        let result = watched(
+            &mut self.ctl,
+            &progress,
+            &cut,
+            &watch,
+            || -> Result<Vec<Conn>, (bool, io::Error)> {
+                if conns.is_empty() {
+                    conns = dial.open(setup, n, &cut).map_err(|e| (true, e))?;
+                }
+                if extended {
+                    mode_e::send(&mut conns, src, &ranges, block, &progress, false)
+                        .map(|()| conns)
+                        .map_err(|e| (false, e))
+                } else {
+                    let (start, end) = (
+                        ranges.first().map_or(0, |r| r.0),
+                        ranges.last().map_or(0, |r| r.1),
+                    );
+                    let conn = conns
+                        .pop()
+                        .ok_or_else(|| (true, io::Error::from(io::ErrorKind::NotConnected)))?;
+                    stream::send(conn, src, start, Some(end), &progress)
+                        .map(|()| Vec::new())
+                        .map_err(|e| (false, e))
+                }
+            },
+        )?;
         match result {
             Ok(conns) => {
                 if extended {
@@ -203,7 +260,11 @@ impl Session<'_> {
             Err((no_conn, e)) => {
                 let e = cut.explain(e);
                 tracing::warn!(error = %e, "send failed");
-                let (code, what) = if no_conn { (425, "Can't open data connection") } else { (426, "Data connection closed") };
+                let (code, what) = if no_conn {
+                    (425, "Can't open data connection")
+                } else {
+                    (426, "Data connection closed")
+                };
                 self.ctl.reply(code, format!("{what}: {e}")).map(|()| false)
             }
         }
@@ -213,46 +274,81 @@ impl Session<'_> {
     /// sending markers meanwhile. On success the final 112 and 111 are sent and the ranges
     /// written are returned. On failure, `Err(None)` if the reply was sent (no data channel),
     /// else the cause, for the caller's final reply.
-    pub(crate) fn receive_into(&mut self, sink: &dyn Sink, base: u64, stream_start: u64) -> io::Result<Result<RangeSet, Option<io::Error>>> {
+    pub(crate) fn receive_into(
+        &mut self,
+        sink: &dyn Sink,
+        base: u64,
+        stream_start: u64,
+    ) -> io::Result<Result<RangeSet, Option<io::Error>>> {
         if !self.check_setup()? {
             return Ok(Err(None));
         }
         let progress = Progress::default();
         let extended = self.mode == TransferMode::Extended;
         let (dial, watch, cut) = (self.dial()?, self.watch(true), Cut::default());
-        let mut conns = if extended { std::mem::take(&mut self.data.cached) } else { Vec::new() };
+        let mut conns = if extended {
+            std::mem::take(&mut self.data.cached)
+        } else {
+            Vec::new()
+        };
         conns.iter().for_each(|c| cut.hold(c));
         if conns.is_empty() {
             self.ctl.reply(150, "Beginning transfer.")?;
         } else {
-            self.ctl.reply(125, "Beginning transfer; reusing existing data connection.")?;
+            self.ctl
+                .reply(125, "Beginning transfer; reusing existing data connection.")?;
         }
         if matches!(self.data.setup, Setup::Active(_)) && conns.is_empty() {
-            let n = if extended { self.data.parallelism.max(1) } else { 1 };
+            let n = if extended {
+                self.data.parallelism.max(1)
+            } else {
+                1
+            };
             match dial.open(&self.data.setup, n, &cut) {
                 Ok(c) => conns = c,
-                Err(e) => return self.ctl.reply(425, format!("Can't open data connection: {e}")).map(|()| Err(None)),
+                Err(e) => {
+                    return self
+                        .ctl
+                        .reply(425, format!("Can't open data connection: {e}"))
+                        .map(|()| Err(None))
+                }
             }
         }
         let acceptor = match &self.data.setup {
-            Setup::Passive(l) => Some(ListenAcceptor { listener: l, dial: &dial, cut: &cut, accepted: AtomicUsize::new(conns.len()) }),
+            Setup::Passive(l) => Some(ListenAcceptor {
+                listener: l,
+                dial: &dial,
+                cut: &cut,
+                accepted: AtomicUsize::new(conns.len()),
+            }),
             _ => None,
         };
         let shifted = Shifted(sink, base);
         let block = self.shared.cfg.block_size;
-        let result = watched(&mut self.ctl, &progress, &cut, &watch, || -> io::Result<Vec<Conn>> {
-            if extended {
-                let a = acceptor.as_ref().map(|a| a as &dyn Acceptor);
-                mode_e::receive(conns, a, &shifted, &progress, None, block).map(|r| r.reusable)
-            } else {
-                let conn = match (conns.pop(), &acceptor) {
-                    (Some(c), _) => c,
-                    (None, Some(a)) => a.dial.accept(a.listener, &cut)?,
-                    (None, None) => return Err(io::Error::new(io::ErrorKind::NotConnected, "no data connection")),
-                };
-                stream::receive(conn, sink, stream_start, &progress).map(|_| Vec::new())
-            }
-        })?
+        let result = watched(
+            &mut self.ctl,
+            &progress,
+            &cut,
+            &watch,
+            || -> io::Result<Vec<Conn>> {
+                if extended {
+                    let a = acceptor.as_ref().map(|a| a as &dyn Acceptor);
+                    mode_e::receive(conns, a, &shifted, &progress, None, block).map(|r| r.reusable)
+                } else {
+                    let conn = match (conns.pop(), &acceptor) {
+                        (Some(c), _) => c,
+                        (None, Some(a)) => a.dial.accept(a.listener, &cut)?,
+                        (None, None) => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::NotConnected,
+                                "no data connection",
+                            ))
+                        }
+                    };
+                    stream::receive(conn, sink, stream_start, &progress).map(|_| Vec::new())
+                }
+            },
+        )?
         .map_err(|e| cut.explain(e));
         // MODE S ends by a close, which a client killed mid-file also makes: the upload is whole
         // only if the client is still there to hear about it.
@@ -285,9 +381,15 @@ impl Session<'_> {
         let mut id = None;
         let (src, len, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
-            Target::Null => return self.ctl.reply(550, "/dev/null: Permission denied (write-only device)"),
+            Target::Null => {
+                return self
+                    .ctl
+                    .reply(550, "/dev/null: Permission denied (write-only device)")
+            }
             Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
-                Ok((_, m)) if !m.is_file() => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                Ok((_, m)) if !m.is_file() => {
+                    return self.ctl.reply(550, format!("{virt}: not a regular file"))
+                }
                 Ok((f, m)) => {
                     file = f;
                     id = Some(FileId::of(&m));
@@ -299,7 +401,10 @@ impl Session<'_> {
         if let Some((off, l)) = eret {
             let l = match len {
                 Some(n) if off > n => {
-                    return self.ctl.reply(550, format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"))
+                    return self.ctl.reply(
+                        550,
+                        format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"),
+                    )
                 }
                 Some(n) => l.min(n - off),
                 None => l,
@@ -307,7 +412,10 @@ impl Session<'_> {
             return self.send_source(&Shifted(src, off), vec![(0, l)]).map(drop);
         }
         let Some(n) = len else {
-            return self.ctl.reply(550, format!("{virt}: endless; use ERET P <offset> <length>"));
+            return self.ctl.reply(
+                550,
+                format!("{virt}: endless; use ERET P <offset> <length>"),
+            );
         };
         let whole = rest.is_none();
         let ranges = match rest {
@@ -321,7 +429,9 @@ impl Session<'_> {
             (true, Some(id)) if id.settled() => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
             _ => None,
         };
-        let Some((alg, id)) = hash else { return self.send_source(src, ranges).map(drop) };
+        let Some((alg, id)) = hash else {
+            return self.send_source(src, ranges).map(drop);
+        };
         let hashing = HashingSource::new(src, alg);
         if self.send_source(&hashing, ranges)? {
             if let Some(hex) = hashing.finish(n) {
@@ -337,19 +447,28 @@ impl Session<'_> {
         let cwd = self.cwd.clone();
         let line = self.ctl.peek_line()?;
         match Command::parse(line).ok()? {
-            Command::Cksm { algorithm, offset: 0, path, .. } if Root::normalize(&cwd, &path) == virt => algorithm.parse().ok(),
+            Command::Cksm {
+                algorithm,
+                offset: 0,
+                path,
+                ..
+            } if Root::normalize(&cwd, &path) == virt => algorithm.parse().ok(),
             _ => None,
         }
     }
 
     /// LIST / NLST / MLSD: send a listing over the data channel (MODE S, or MODE E blocks).
     pub(crate) fn cmd_listing(&mut self, arg: Option<&str>, kind: ListKind) -> io::Result<()> {
-        let Some(virt) = self.resolve_real(arg.unwrap_or("."))? else { return Ok(()) };
+        let Some(virt) = self.resolve_real(arg.unwrap_or("."))? else {
+            return Ok(());
+        };
         let write = self.access.is_some_and(|a| a.write);
         let root = &self.shared.vfs;
         let body = match kind {
             ListKind::Mlsd => match root.stat(&virt) {
-                Ok(m) if !m.is_dir() => return self.ctl.reply(501, format!("{virt}: Not a directory")),
+                Ok(m) if !m.is_dir() => {
+                    return self.ctl.reply(501, format!("{virt}: Not a directory"))
+                }
                 Ok(_) => listing::mlsd(root, &virt, write),
                 Err(e) => Err(e),
             },

@@ -35,7 +35,10 @@ pub(crate) struct Writing<'a> {
 
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
-        self.writers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+        self.writers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
     }
 }
 
@@ -50,7 +53,11 @@ fn start_writing<'a>(writers: &'a Writers, parent: &Parent) -> io::Result<Option
     let key = parent.key()?;
     let deadline = Instant::now() + WRITER_WAIT;
     loop {
-        if writers.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone()) {
+        if writers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone())
+        {
             return Ok(Some(Writing { writers, key }));
         }
         if Instant::now() >= deadline {
@@ -83,13 +90,20 @@ impl<'a> Session<'a> {
         if !self.check_write()? {
             return Ok(None);
         }
-        let Some(parent) = self.parent_of(virt, true)? else { return Ok(None) };
+        let Some(parent) = self.parent_of(virt, true)? else {
+            return Ok(None);
+        };
         let refuse = match parent.lstat() {
             Ok(Some(m)) if m.is_dir() => Some(format!("{virt}: Is a directory")),
             Ok(Some(m)) if m.file_type().is_symlink() => {
                 // Say why in the confinement's words when the link leads outside.
-                let outside = self.shared.vfs.stat(virt).is_err_and(|e| e.raw_os_error() == Some(libc::EXDEV));
-                let e = io::Error::from_raw_os_error(if outside { libc::EXDEV } else { libc::ELOOP });
+                let outside = self
+                    .shared
+                    .vfs
+                    .stat(virt)
+                    .is_err_and(|e| e.raw_os_error() == Some(libc::EXDEV));
+                let e =
+                    io::Error::from_raw_os_error(if outside { libc::EXDEV } else { libc::ELOOP });
                 Some(fs_error(virt, &e))
             }
             Ok(Some(m)) if !m.is_file() => Some(format!("{virt}: not a regular file")),
@@ -103,7 +117,13 @@ impl<'a> Session<'a> {
         let shared: &'a crate::session::Shared = self.shared;
         match start_writing(&shared.writers, &parent) {
             Ok(Some(w)) => Ok(Some((parent, w))),
-            Ok(None) => self.ctl.reply(450, format!("{virt}: another upload to this file is in progress")).map(|()| None),
+            Ok(None) => self
+                .ctl
+                .reply(
+                    450,
+                    format!("{virt}: another upload to this file is in progress"),
+                )
+                .map(|()| None),
             Err(e) => self.ctl.reply(550, fs_error(virt, &e)).map(|()| None),
         }
     }
@@ -119,10 +139,16 @@ impl<'a> Session<'a> {
                     Err(Some(e)) => self.ctl.reply(426, format!("Data connection closed: {e}")),
                 };
             }
-            Target::Zero => return self.ctl.reply(550, "/dev/zero: Permission denied (read-only device)"),
+            Target::Zero => {
+                return self
+                    .ctl
+                    .reply(550, "/dev/zero: Permission denied (read-only device)")
+            }
             Target::Path(virt) => virt,
         };
-        let Some((parent, _writing)) = self.start_upload(&virt)? else { return Ok(()) };
+        let Some((parent, _writing)) = self.start_upload(&virt)? else {
+            return Ok(());
+        };
         if !self.check_setup()? {
             return Ok(());
         }
@@ -143,13 +169,20 @@ impl<'a> Session<'a> {
         };
         // Not truncating yet: another process may be writing this file, and nothing of its data
         // may be lost before the lock below says so.
-        let opened = if to_part { parent.open_part(truncate) } else { parent.open_write(false) };
+        let opened = if to_part {
+            parent.open_part(truncate)
+        } else {
+            parent.open_write(false)
+        };
         let file = match opened {
             Ok(f) => f,
             Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
         };
         if !lock_exclusive(&file) {
-            return self.ctl.reply(450, format!("{virt}: another upload to this file is in progress"));
+            return self.ctl.reply(
+                450,
+                format!("{virt}: another upload to this file is in progress"),
+            );
         }
         if truncate {
             if let Err(e) = file.set_len(0) {
@@ -179,7 +212,10 @@ impl<'a> Session<'a> {
                     }
                 }
                 tracing::warn!(path = %virt, "upload failed: disk full");
-                return self.ctl.reply(452, format!("{virt}: No space left on device; upload aborted, nothing kept"));
+                return self.ctl.reply(
+                    452,
+                    format!("{virt}: No space left on device; upload aborted, nothing kept"),
+                );
             }
             Err(Some(e)) => {
                 tracing::warn!(path = %virt, part = to_part, error = %e, "upload failed; partial data kept");
@@ -200,7 +236,12 @@ impl<'a> Session<'a> {
         }
         // The identity after the rename, which changes the file's ctime.
         if let (Some(hex), Some(alg), Ok(m)) = (digest, alg, self.shared.vfs.stat(&virt)) {
-            self.known_digest = Some(KnownDigest { virt, alg, id: FileId::of(&m), hex });
+            self.known_digest = Some(KnownDigest {
+                virt,
+                alg,
+                id: FileId::of(&m),
+                hex,
+            });
         }
         self.ctl.defer_reply(226, "Transfer Complete.");
         Ok(())

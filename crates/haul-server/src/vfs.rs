@@ -65,7 +65,8 @@ fn errno(e: i32) -> io::Error {
 }
 
 fn cstr(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+    CString::new(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
 /// Returns the fd of a successful `*at` call, or the error.
@@ -83,18 +84,36 @@ fn check(rc: libc::c_long) -> io::Result<RawFd> {
 fn open_beneath(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
-    how.mode = if flags & libc::O_CREAT != 0 { u64::from(mode) } else { 0 };
+    how.mode = if flags & libc::O_CREAT != 0 {
+        u64::from(mode)
+    } else {
+        0
+    };
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
     loop {
         // SAFETY: a valid dirfd, a NUL-terminated path and an open_how of the size passed.
         let rc = unsafe {
-            libc::syscall(libc::SYS_openat2, dir, path.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>())
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
         };
         match check(rc) {
             // SAFETY: the kernel just returned this descriptor to us.
             Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
-            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) || e.raw_os_error() == Some(libc::EINTR) => continue,
-            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) || e.raw_os_error() == Some(libc::EPERM) => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EAGAIN)
+                    || e.raw_os_error() == Some(libc::EINTR) =>
+            {
+                continue
+            }
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOSYS)
+                    || e.raw_os_error() == Some(libc::EPERM) =>
+            {
                 return walk_nofollow(dir, path.to_bytes(), flags, mode)
             }
             Err(e) => return Err(e),
@@ -105,27 +124,53 @@ fn open_beneath(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<Ow
 /// The `openat2` fallback: each component opened with `O_NOFOLLOW`; `..` never appears in a
 /// normalised virtual path, and is refused if it does.
 fn walk_nofollow(dir: RawFd, path: &[u8], flags: i32, mode: u32) -> io::Result<OwnedFd> {
-    let parts: Vec<&[u8]> = path.split(|b| *b == b'/').filter(|p| !p.is_empty() && *p != b".").collect();
+    let parts: Vec<&[u8]> = path
+        .split(|b| *b == b'/')
+        .filter(|p| !p.is_empty() && *p != b".")
+        .collect();
     if parts.iter().any(|p| *p == b"..") {
         return Err(errno(libc::EXDEV));
     }
     // SAFETY: duplicating a descriptor we hold.
-    let mut cur = unsafe { OwnedFd::from_raw_fd(check(libc::c_long::from(libc::fcntl(dir, libc::F_DUPFD_CLOEXEC, 0)))?) };
+    let mut cur = unsafe {
+        OwnedFd::from_raw_fd(check(libc::c_long::from(libc::fcntl(
+            dir,
+            libc::F_DUPFD_CLOEXEC,
+            0,
+        )))?)
+    };
     let Some((last, dirs)) = parts.split_last() else {
         let dot = cstr(b".")?;
         return openat(cur.as_raw_fd(), &dot, flags | libc::O_NOFOLLOW, mode);
     };
     for p in dirs {
-        cur = openat(cur.as_raw_fd(), &cstr(p)?, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        cur = openat(
+            cur.as_raw_fd(),
+            &cstr(p)?,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        )?;
     }
-    openat(cur.as_raw_fd(), &cstr(last)?, flags | libc::O_NOFOLLOW, mode)
+    openat(
+        cur.as_raw_fd(),
+        &cstr(last)?,
+        flags | libc::O_NOFOLLOW,
+        mode,
+    )
 }
 
 /// Plain `openat` of one name under `dir`.
 fn openat(dir: RawFd, name: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: a valid dirfd and a NUL-terminated name.
-        let rc = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) };
+        let rc = unsafe {
+            libc::openat(
+                dir,
+                name.as_ptr(),
+                flags | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
         match check(libc::c_long::from(rc)) {
             // SAFETY: the kernel just returned this descriptor to us.
             Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
@@ -225,10 +270,19 @@ impl Root {
     pub fn parent(&self, virt: &str) -> io::Result<Parent> {
         let (dir, name) = virt.rsplit_once('/').unwrap_or(("", virt));
         if name.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "the served root itself"));
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the served root itself",
+            ));
         }
-        let dir = self.open(if dir.is_empty() { "/" } else { dir }, libc::O_PATH | libc::O_DIRECTORY)?;
-        Ok(Parent { dir, name: cstr(name.as_bytes())? })
+        let dir = self.open(
+            if dir.is_empty() { "/" } else { dir },
+            libc::O_PATH | libc::O_DIRECTORY,
+        )?;
+        Ok(Parent {
+            dir,
+            name: cstr(name.as_bytes())?,
+        })
     }
 
     /// The entries of directory `virt`, sorted by name, each with the metadata of what it leads
@@ -246,10 +300,14 @@ impl Root {
             let c = cstr(name.as_bytes())?;
             let meta = match open_beneath(dir.as_raw_fd(), &c, libc::O_PATH, 0) {
                 Ok(fd) => meta_of(fd),
-                Err(_) => match self.open(&format!("{}/{text}", virt.trim_end_matches('/')), libc::O_PATH) {
+                Err(_) => match self.open(
+                    &format!("{}/{text}", virt.trim_end_matches('/')),
+                    libc::O_PATH,
+                ) {
                     // A relative link to elsewhere inside the root.
                     Ok(fd) => meta_of(fd),
-                    Err(_) => openat(dir.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0).and_then(meta_of),
+                    Err(_) => openat(dir.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0)
+                        .and_then(meta_of),
                 },
             };
             match meta {
@@ -266,7 +324,9 @@ impl Root {
 /// The names in an open directory, without `.` and `..`.
 fn names(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
     // SAFETY: duplicating a descriptor we hold; fdopendir takes ownership of the duplicate.
-    let fd = check(libc::c_long::from(unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) }))?;
+    let fd = check(libc::c_long::from(unsafe {
+        libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0)
+    }))?;
     // SAFETY: fd is an open directory descriptor of ours.
     let d = unsafe { libc::fdopendir(fd) };
     if d.is_null() {
@@ -284,7 +344,11 @@ fn names(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
         let ent = unsafe { libc::readdir64(d) };
         if ent.is_null() {
             let e = io::Error::last_os_error();
-            break if e.raw_os_error().unwrap_or(0) == 0 { Ok(()) } else { Err(e) };
+            break if e.raw_os_error().unwrap_or(0) == 0 {
+                Ok(())
+            } else {
+                Err(e)
+            };
         }
         // SAFETY: d_name is NUL-terminated within the entry readdir returned.
         let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }.to_bytes();
@@ -304,7 +368,12 @@ impl Parent {
     }
 
     fn lstat_of(&self, name: &CStr) -> io::Result<Option<Metadata>> {
-        match openat(self.dir.as_raw_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+        match openat(
+            self.dir.as_raw_fd(),
+            name,
+            libc::O_PATH | libc::O_NOFOLLOW,
+            0,
+        ) {
             Ok(fd) => meta_of(fd).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -327,7 +396,8 @@ impl Parent {
     pub fn open_part(&self, fresh: bool) -> io::Result<File> {
         let part = part_name(&self.name)?;
         let planted = |e: &io::Error| {
-            matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENXIO)) || e.kind() == io::ErrorKind::InvalidInput
+            matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENXIO))
+                || e.kind() == io::ErrorKind::InvalidInput
         };
         match self.open_write_as(&part, false) {
             Err(e) if fresh && planted(&e) => {
@@ -341,10 +411,18 @@ impl Parent {
 
     fn open_write_as(&self, name: &CStr, new: bool) -> io::Result<File> {
         let excl = if new { libc::O_EXCL } else { 0 };
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | excl;
+        let flags = libc::O_WRONLY
+            | libc::O_CREAT
+            | libc::O_NOFOLLOW
+            | libc::O_NONBLOCK
+            | libc::O_NOCTTY
+            | excl;
         let f = File::from(openat(self.dir.as_raw_fd(), name, flags, 0o666)?);
         if !f.metadata()?.is_file() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
         }
         Ok(f)
     }
@@ -359,7 +437,9 @@ impl Parent {
     pub fn remove_part(&self) -> io::Result<()> {
         let part = part_name(&self.name)?;
         // SAFETY: a valid dirfd and a NUL-terminated name.
-        match check(libc::c_long::from(unsafe { libc::unlinkat(self.dir.as_raw_fd(), part.as_ptr(), 0) })) {
+        match check(libc::c_long::from(unsafe {
+            libc::unlinkat(self.dir.as_raw_fd(), part.as_ptr(), 0)
+        })) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -368,14 +448,20 @@ impl Parent {
     /// `mkdirat`.
     pub fn mkdir(&self) -> io::Result<()> {
         // SAFETY: a valid dirfd and a NUL-terminated name.
-        check(libc::c_long::from(unsafe { libc::mkdirat(self.dir.as_raw_fd(), self.name.as_ptr(), 0o777) })).map(drop)
+        check(libc::c_long::from(unsafe {
+            libc::mkdirat(self.dir.as_raw_fd(), self.name.as_ptr(), 0o777)
+        }))
+        .map(drop)
     }
 
     /// `unlinkat` (with `AT_REMOVEDIR` for a directory); a symlink is removed, not followed.
     pub fn remove(&self, dir: bool) -> io::Result<()> {
         let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: a valid dirfd and a NUL-terminated name.
-        check(libc::c_long::from(unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), flags) })).map(drop)
+        check(libc::c_long::from(unsafe {
+            libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), flags)
+        }))
+        .map(drop)
     }
 
     /// `renameat` of this name to `to`'s.
@@ -387,7 +473,9 @@ impl Parent {
     pub fn key(&self) -> io::Result<(u64, u64, Vec<u8>)> {
         use std::os::unix::fs::MetadataExt;
         // SAFETY: duplicating a descriptor we hold.
-        let dup = check(libc::c_long::from(unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) }))?;
+        let dup = check(libc::c_long::from(unsafe {
+            libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0)
+        }))?;
         // SAFETY: the duplicate is ours.
         let m = meta_of(unsafe { OwnedFd::from_raw_fd(dup) })?;
         Ok((m.dev(), m.ino(), self.name.to_bytes().to_vec()))
@@ -396,7 +484,14 @@ impl Parent {
 
 fn rename(from: &Parent, a: &CStr, to: &Parent, b: &CStr) -> io::Result<()> {
     // SAFETY: valid dirfds and NUL-terminated names.
-    let rc = unsafe { libc::renameat(from.dir.as_raw_fd(), a.as_ptr(), to.dir.as_raw_fd(), b.as_ptr()) };
+    let rc = unsafe {
+        libc::renameat(
+            from.dir.as_raw_fd(),
+            a.as_ptr(),
+            to.dir.as_raw_fd(),
+            b.as_ptr(),
+        )
+    };
     check(libc::c_long::from(rc)).map(drop)
 }
 
@@ -440,11 +535,17 @@ mod tests {
         assert_eq!(r.stat("/d/up").unwrap().len(), 6);
         let entries = r.read_dir("/").unwrap();
         let esc = entries.iter().find(|e| e.name == "rel-esc").unwrap();
-        assert!(esc.meta.file_type().is_symlink(), "an escaping link is listed as itself");
+        assert!(
+            esc.meta.file_type().is_symlink(),
+            "an escaping link is listed as itself"
+        );
         let inn = entries.iter().find(|e| e.name == "in").unwrap();
         assert!(inn.meta.is_file());
         let up = r.read_dir("/d").unwrap();
-        assert!(up.iter().find(|e| e.name == "up").unwrap().meta.is_file(), "a link up to elsewhere in the root");
+        assert!(
+            up.iter().find(|e| e.name == "up").unwrap().meta.is_file(),
+            "a link up to elsewhere in the root"
+        );
     }
 
     #[test]
@@ -457,12 +558,26 @@ mod tests {
         symlink(&victim, root.join("g")).unwrap();
         let r = Root::new(&root).unwrap();
         let p = r.parent("/f").unwrap();
-        assert!(p.open_part(false).is_err(), "a symlink planted at the part name is not followed");
-        assert!(p.open_part(true).unwrap().metadata().unwrap().is_file(), "a fresh upload replaces it");
-        assert!(root.join(".f.haul-part").symlink_metadata().unwrap().is_file());
+        assert!(
+            p.open_part(false).is_err(),
+            "a symlink planted at the part name is not followed"
+        );
+        assert!(
+            p.open_part(true).unwrap().metadata().unwrap().is_file(),
+            "a fresh upload replaces it"
+        );
+        assert!(root
+            .join(".f.haul-part")
+            .symlink_metadata()
+            .unwrap()
+            .is_file());
         assert!(r.parent("/g").unwrap().open_write(false).is_err());
         assert!(!victim.exists());
-        assert!(is_part_name(".f.haul-part") && !is_part_name(".haul-part") && !is_part_name("f.haul-part"));
+        assert!(
+            is_part_name(".f.haul-part")
+                && !is_part_name(".haul-part")
+                && !is_part_name("f.haul-part")
+        );
     }
 
     #[test]
@@ -486,9 +601,17 @@ mod tests {
             })
         };
         for _ in 0..3000 {
-            let names: Vec<String> = r.read_dir("/").expect("a listing of a busy directory").into_iter().map(|e| e.name).collect();
+            let names: Vec<String> = r
+                .read_dir("/")
+                .expect("a listing of a busy directory")
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
             assert!(names.contains(&"stays".to_string()));
-            assert!(!names.iter().any(|n| n.ends_with(".haul-part")), "part files are not listed: {names:?}");
+            assert!(
+                !names.iter().any(|n| n.ends_with(".haul-part")),
+                "part files are not listed: {names:?}"
+            );
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         churn.join().unwrap();

@@ -24,7 +24,11 @@ fn layout() -> Layout {
     let outside = top.path().join("outside");
     fs::create_dir_all(&root).unwrap();
     fs::create_dir_all(&outside).unwrap();
-    Layout { _top: top, root, outside }
+    Layout {
+        _top: top,
+        root,
+        outside,
+    }
 }
 
 /// STOR of `name` with `data` over one MODE E stream; the final reply.
@@ -36,7 +40,9 @@ fn stor(c: &mut Ctl, name: &str, data: &[u8]) -> haul_proto::Reply {
     if r.code != 150 && r.code != 125 {
         return r;
     }
-    let sent = send_bytes(connect_n(addr, 1), data.to_vec(), 4096).join().unwrap();
+    let sent = send_bytes(connect_n(addr, 1), data.to_vec(), 4096)
+        .join()
+        .unwrap();
     assert!(sent.is_ok(), "sending: {:?}", sent.err());
     c.finish().1
 }
@@ -51,7 +57,11 @@ fn a_symlink_planted_at_the_part_name_is_replaced_not_followed() {
     let mut c = Ctl::anon(srv.addr());
     let r = stor(&mut c, "f", b"uploaded");
     assert_eq!(r.code, 226, "{r}");
-    assert_eq!(fs::read(&victim).unwrap(), b"precious", "the file outside is untouched");
+    assert_eq!(
+        fs::read(&victim).unwrap(),
+        b"precious",
+        "the file outside is untouched"
+    );
     assert_eq!(fs::read(l.root.join("f")).unwrap(), b"uploaded");
     assert!(!l.root.join(".f.haul-part").exists(), "no part left behind");
 }
@@ -68,7 +78,11 @@ fn a_restarted_upload_never_patches_through_a_planted_part_symlink() {
     assert_eq!(c.cmd("REST 0-10").code, 350);
     let r = stor(&mut c, "f", b"patch");
     assert_eq!(r.code, 550, "{r}");
-    assert_eq!(fs::read(&victim).unwrap(), vec![b'v'; 64], "the file outside is untouched");
+    assert_eq!(
+        fs::read(&victim).unwrap(),
+        vec![b'v'; 64],
+        "the file outside is untouched"
+    );
 }
 
 #[test]
@@ -87,9 +101,15 @@ fn ftp_commands_alone_cannot_rename_a_symlink_onto_a_part_name() {
     }
     let r = stor(&mut c, "x", b"data");
     assert_eq!(r.code, 226, "{r}");
-    assert!(!l.outside.join("created").exists(), "nothing created outside the root");
+    assert!(
+        !l.outside.join("created").exists(),
+        "nothing created outside the root"
+    );
     let r = stor(&mut c, "link", b"data");
-    assert_eq!(r.code, 550, "an upload never replaces or writes through a symlink: {r}");
+    assert_eq!(
+        r.code, 550,
+        "an upload never replaces or writes through a symlink: {r}"
+    );
     assert!(r.text().contains("outside the served root"), "{r}");
     assert!(!l.outside.join("created").exists());
 }
@@ -107,7 +127,12 @@ fn a_directory_swapped_for_a_symlink_never_reveals_an_outside_file() {
     let swaps = Arc::new(AtomicU64::new(0));
     // The co-tenant: swaps root/d between the real directory and a symlink to outside/d.
     let swapper = {
-        let (root, outside, stop, swaps) = (l.root.clone(), l.outside.clone(), stop.clone(), swaps.clone());
+        let (root, outside, stop, swaps) = (
+            l.root.clone(),
+            l.outside.clone(),
+            stop.clone(),
+            swaps.clone(),
+        );
         std::thread::spawn(move || {
             let (dir, link, aside) = (root.join("d"), root.join("d-link"), root.join("d-real"));
             symlink(outside.join("d"), &link).unwrap();
@@ -125,8 +150,13 @@ fn a_directory_swapped_for_a_symlink_never_reveals_an_outside_file() {
     let mut seen = Vec::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut i = 0;
-    while (i < 1500 || swaps.load(Ordering::Relaxed) < 200) && std::time::Instant::now() < deadline {
-        let cmd = if i % 3 == 0 { "CKSM ADLER32 0 -1 d/f" } else { "SIZE d/f" };
+    while (i < 1500 || swaps.load(Ordering::Relaxed) < 200) && std::time::Instant::now() < deadline
+    {
+        let cmd = if i % 3 == 0 {
+            "CKSM ADLER32 0 -1 d/f"
+        } else {
+            "SIZE d/f"
+        };
         let r = c.cmd(cmd);
         if r.code == 213 {
             seen.push((cmd, r.text()));
@@ -136,15 +166,26 @@ fn a_directory_swapped_for_a_symlink_never_reveals_an_outside_file() {
     stop.store(true, Ordering::Relaxed);
     swapper.join().unwrap();
     let swaps = swaps.load(Ordering::Relaxed);
-    assert!(swaps > 0, "the swapper ran ({swaps} swaps while {i} commands were answered)");
+    assert!(
+        swaps > 0,
+        "the swapper ran ({swaps} swaps while {i} commands were answered)"
+    );
     let outside_adler = {
-        let (a, b) = [2u32; 7777].iter().fold((1u32, 0u32), |(a, b), x| ((a + x) % 65521, (b + (a + x) % 65521) % 65521));
+        let (a, b) = [2u32; 7777].iter().fold((1u32, 0u32), |(a, b), x| {
+            ((a + x) % 65521, (b + (a + x) % 65521) % 65521)
+        });
         format!("{:08x}", (b << 16) | a)
     };
     for (cmd, text) in &seen {
-        assert!(text != "7777" && *text != outside_adler, "{cmd} described the outside file: {text}");
+        assert!(
+            text != "7777" && *text != outside_adler,
+            "{cmd} described the outside file: {text}"
+        );
     }
-    assert!(!seen.is_empty(), "some answers came from the real directory");
+    assert!(
+        !seen.is_empty(),
+        "some answers came from the real directory"
+    );
 }
 
 #[test]
@@ -165,12 +206,21 @@ fn listings_describe_an_escaping_symlink_as_itself() {
         let mut body = String::new();
         std::io::Read::read_to_string(&mut s, &mut body).unwrap();
         assert_eq!(c.finish().1.code, 226);
-        let secret = body.lines().find(|l| l.ends_with("secret-link")).unwrap_or_else(|| panic!("{verb}: {body}"));
-        assert!(!secret.contains("12345"), "{verb} shows the outside file's size: {secret}");
+        let secret = body
+            .lines()
+            .find(|l| l.ends_with("secret-link"))
+            .unwrap_or_else(|| panic!("{verb}: {body}"));
+        assert!(
+            !secret.contains("12345"),
+            "{verb} shows the outside file's size: {secret}"
+        );
         let inside = body.lines().find(|l| l.ends_with("inside-link")).unwrap();
         if verb == "MLSD" {
             assert!(secret.contains("Type=OS.unix=slink"), "{secret}");
-            assert!(inside.contains("Type=file;") && inside.contains("Size=6;"), "an inside link is followed: {inside}");
+            assert!(
+                inside.contains("Type=file;") && inside.contains("Size=6;"),
+                "an inside link is followed: {inside}"
+            );
         } else {
             assert!(secret.starts_with('l'), "{secret}");
             assert!(inside.starts_with('-'), "{inside}");

@@ -17,7 +17,20 @@ fn anonymous_login_and_feat() {
     let feat = c.cmd("FEAT");
     assert_eq!(feat.code, 211);
     let text = feat.lines.join("\n");
-    for f in ["PARALLEL", "ERET", "ESTO", "SPAS", "SPOR", "SBUF", "DCAU", "SIZE", "MDTM", "REST STREAM", "MLST ", "HAUL 1"] {
+    for f in [
+        "PARALLEL",
+        "ERET",
+        "ESTO",
+        "SPAS",
+        "SPOR",
+        "SBUF",
+        "DCAU",
+        "SIZE",
+        "MDTM",
+        "REST STREAM",
+        "MLST ",
+        "HAUL 1",
+    ] {
         assert!(text.contains(f), "FEAT lacks {f}: {text}");
     }
     assert!(text.contains("CKSM MD5;ADLER32;CRC32C;XXH128;"), "{text}");
@@ -100,7 +113,9 @@ fn bad_users_file_is_refused_at_start() {
     let mut cfg = haul_server::ServerConfig::new(root.path());
     cfg.listen = "127.0.0.1:0".parse().unwrap();
     cfg.users = Some(users);
-    let err = haul_server::Server::bind(cfg).err().expect("bad users file refused");
+    let err = haul_server::Server::bind(cfg)
+        .err()
+        .expect("bad users file refused");
     assert!(err.to_string().contains("line 1"), "{err}");
 }
 
@@ -117,11 +132,17 @@ fn file_facts_size_mdtm_mlst_stat() {
     assert_eq!(c.cmd("SIZE f").text(), "1234");
     let m = c.cmd("MDTM f");
     assert_eq!(m.code, 213);
-    assert!(m.text().len() == 14 && m.text().bytes().all(|b| b.is_ascii_digit()), "{m}");
+    assert!(
+        m.text().len() == 14 && m.text().bytes().all(|b| b.is_ascii_digit()),
+        "{m}"
+    );
     let r = c.cmd("MLST f");
     assert_eq!(r.code, 250);
     let facts = &r.lines[1];
-    assert!(facts.contains("Type=file;") && facts.contains("Size=1234;") && facts.ends_with("; /d/f"), "{facts}");
+    assert!(
+        facts.contains("Type=file;") && facts.contains("Size=1234;") && facts.ends_with("; /d/f"),
+        "{facts}"
+    );
     assert_eq!(c.cmd("CDUP").code, 250);
     assert_eq!(c.cmd("PWD").text(), "\"/\" is current directory.");
     let r = c.cmd("SIZE nope");
@@ -186,7 +207,11 @@ fn too_long_line_closes_session() {
     assert_eq!(r.code, 500, "{r}");
     assert!(r.text().contains("too long"), "{r}");
     assert!(c.is_closed());
-    assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "nothing created");
+    assert_eq!(
+        fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
 }
 
 #[test]

@@ -40,7 +40,11 @@ fn port_eprt_and_spor_may_name_only_the_client() {
     for cmd in [
         format!("PORT {}", format_port(&v)),
         format!("EPRT |1|127.0.0.2|{}|", v.port()),
-        format!("SPOR {} {}", format_port(&SocketAddr::from(([127, 0, 0, 1], 40000))), format_port(&v)),
+        format!(
+            "SPOR {} {}",
+            format_port(&SocketAddr::from(([127, 0, 0, 1], 40000))),
+            format_port(&v)
+        ),
         "PORT 127,0,0,1,0,25".to_string(),
     ] {
         let r = c.cmd(&cmd);
@@ -65,7 +69,10 @@ fn a_third_party_user_may_name_another_host() {
     });
     let mut c = Ctl::connect(srv.addr());
     c.login("u", "pw");
-    let r = c.cmd(&format!("PORT {}", format_port(&other.local_addr().unwrap())));
+    let r = c.cmd(&format!(
+        "PORT {}",
+        format_port(&other.local_addr().unwrap())
+    ));
     assert_eq!(r.code, 200, "{r}");
     c.send("RETR f");
     assert_eq!(c.reply().code, 150);
@@ -89,8 +96,16 @@ fn parallelism_is_capped() {
 
 /// After `RETR` got its `150`: the thief's connection (made first) reads nothing, and the
 /// client's own (carrying `token`, if any) gets all of `data` and the transfer completes.
-fn thief_gets_nothing_client_gets_all(c: &mut Ctl, addr: SocketAddr, mut thief: TcpStream, token: Option<&[u8]>, data: &[u8]) {
-    thief.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+fn thief_gets_nothing_client_gets_all(
+    c: &mut Ctl,
+    addr: SocketAddr,
+    mut thief: TcpStream,
+    token: Option<&[u8]>,
+    data: &[u8],
+) {
+    thief
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut stolen = Vec::new();
     let _ = thief.read_to_end(&mut stolen);
     assert!(stolen.is_empty(), "the thief read {} bytes", stolen.len());
@@ -100,7 +115,12 @@ fn thief_gets_nothing_client_gets_all(c: &mut Ctl, addr: SocketAddr, mut thief: 
     }
     let mut got = Vec::new();
     real.read_to_end(&mut got).unwrap();
-    assert!(got == data, "the client got the whole file ({} of {} bytes)", got.len(), data.len());
+    assert!(
+        got == data,
+        "the client got the whole file ({} of {} bytes)",
+        got.len(),
+        data.len()
+    );
     assert_eq!(c.finish().1.code, 226);
 }
 
@@ -132,9 +152,15 @@ fn a_block_injected_from_another_host_never_lands() {
     let _ = thief.write_all(b"INJECTED");
     let _ = thief.write_all(&Header::eof(1, true).encode());
     let data = random_bytes(100_000, 6);
-    send_bytes(connect_n(addr, 2), data.clone(), 8192).join().unwrap().unwrap();
+    send_bytes(connect_n(addr, 2), data.clone(), 8192)
+        .join()
+        .unwrap()
+        .unwrap();
     assert_eq!(c.finish().1.code, 226);
-    assert!(fs::read(root.path().join("t")).unwrap() == data, "the upload is the client's alone");
+    assert!(
+        fs::read(root.path().join("t")).unwrap() == data,
+        "the upload is the client's alone"
+    );
 }
 
 /// Starts a MODE E STOR of `t` and returns the control client and the data address.
@@ -176,10 +202,16 @@ fn an_eod_without_eof_ends_when_the_client_leaves() {
     d.write_all(&Header::eod().encode()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     drop(c);
-    assert!(eventually(|| srv.sessions() == 0), "the session ended with its client");
+    assert!(
+        eventually(|| srv.sessions() == 0),
+        "the session ended with its client"
+    );
     // The file is free for the next upload.
     let (mut c2, addr2) = start_stor(&srv);
-    send_bytes(connect_n(addr2, 1), b"fresh".to_vec(), 4096).join().unwrap().unwrap();
+    send_bytes(connect_n(addr2, 1), b"fresh".to_vec(), 4096)
+        .join()
+        .unwrap()
+        .unwrap();
     assert_eq!(c2.finish().1.code, 226);
     assert_eq!(fs::read(root.path().join("t")).unwrap(), b"fresh");
 }
@@ -190,9 +222,15 @@ fn an_upload_abandoned_before_its_data_connection_frees_the_file_at_once() {
     let srv = server(root.path(), |_| {});
     let (c, _addr) = start_stor(&srv);
     drop(c);
-    assert!(eventually(|| srv.sessions() == 0), "the session ended with its client");
+    assert!(
+        eventually(|| srv.sessions() == 0),
+        "the session ended with its client"
+    );
     let (mut c2, addr2) = start_stor(&srv);
-    send_bytes(connect_n(addr2, 1), b"retry".to_vec(), 4096).join().unwrap().unwrap();
+    send_bytes(connect_n(addr2, 1), b"retry".to_vec(), 4096)
+        .join()
+        .unwrap()
+        .unwrap();
     assert_eq!(c2.finish().1.code, 226);
     assert_eq!(fs::read(root.path().join("t")).unwrap(), b"retry");
 }
@@ -207,7 +245,10 @@ fn a_download_waiting_for_its_data_connection_ends_when_the_client_leaves() {
     c.send("RETR f");
     assert_eq!(c.reply().code, 150);
     drop(c);
-    assert!(eventually(|| srv.sessions() == 0), "the session ended with its client");
+    assert!(
+        eventually(|| srv.sessions() == 0),
+        "the session ended with its client"
+    );
 }
 
 #[test]
@@ -243,9 +284,15 @@ fn data_connections_over_the_limit_are_closed() {
         }
     };
     // Long before any timeout could close them.
-    assert!(eventually(|| conns.iter().filter(|s| closed(s)).count() >= 6), "six of ten connections were refused");
+    assert!(
+        eventually(|| conns.iter().filter(|s| closed(s)).count() >= 6),
+        "six of ten connections were refused"
+    );
     drop(c);
-    assert!(eventually(|| srv.sessions() == 0), "the session ended with its client");
+    assert!(
+        eventually(|| srv.sessions() == 0),
+        "the session ended with its client"
+    );
 }
 
 #[test]
@@ -261,15 +308,25 @@ fn checksum_work_is_bounded() {
     c.send("CKSM MD5 0 -1 huge");
     std::thread::sleep(Duration::from_millis(200));
     drop(c);
-    assert!(eventually(|| srv.sessions() == 0), "the checksum stopped with its client");
+    assert!(
+        eventually(|| srv.sessions() == 0),
+        "the checksum stopped with its client"
+    );
 }
 
 /// `DTOK`: the session's token, as the server gives it.
 fn dtok(c: &mut Ctl) -> Vec<u8> {
     let r = c.cmd("DTOK");
     assert_eq!(r.code, 200, "{r}");
-    let hex = r.text().trim().strip_prefix("DTOK ").expect("DTOK <hex>").to_string();
-    (0..16).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect()
+    let hex = r
+        .text()
+        .trim()
+        .strip_prefix("DTOK ")
+        .expect("DTOK <hex>")
+        .to_string();
+    (0..16)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
 }
 
 #[test]

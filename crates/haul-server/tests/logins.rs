@@ -20,7 +20,11 @@ fn ctl_from(last: u8, to: SocketAddr) -> Ctl {
 /// A users file with `u` / `pw`, read-write.
 fn users(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("users");
-    fs::write(&p, format!("u:{}:rw\n", haul_server::hash_password("pw").unwrap())).unwrap();
+    fs::write(
+        &p,
+        format!("u:{}:rw\n", haul_server::hash_password("pw").unwrap()),
+    )
+    .unwrap();
     p
 }
 
@@ -48,7 +52,10 @@ fn a_client_that_never_logs_in_is_closed_at_the_login_deadline() {
     while start.elapsed() < Duration::from_secs(5) && t.s.write_all(b"N").is_ok() {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(t.is_closed() && start.elapsed() < Duration::from_secs(5), "closed at the deadline");
+    assert!(
+        t.is_closed() && start.elapsed() < Duration::from_secs(5),
+        "closed at the deadline"
+    );
 }
 
 #[test]
@@ -104,8 +111,14 @@ fn unknown_and_known_names_take_the_same_time_to_fail() {
     let u = users(root.path());
     let srv = server(root.path(), |c| c.users = Some(u.clone()));
     // A fresh address for each attempt, so each is its address's first failure.
-    let known = (10..13).map(|a| failed_login_time(srv.addr(), a, "u")).min().unwrap();
-    let unknown = (20..23).map(|a| failed_login_time(srv.addr(), a, "nobody")).min().unwrap();
+    let known = (10..13)
+        .map(|a| failed_login_time(srv.addr(), a, "u"))
+        .min()
+        .unwrap();
+    let unknown = (20..23)
+        .map(|a| failed_login_time(srv.addr(), a, "nobody"))
+        .min()
+        .unwrap();
     assert!(
         unknown.as_secs_f64() >= 0.8 * known.as_secs_f64(),
         "an unknown name fails in {unknown:?}, a known one in {known:?}"
@@ -117,8 +130,14 @@ fn failures_from_one_address_back_off() {
     let root = tempfile::tempdir().unwrap();
     let u = users(root.path());
     let srv = server(root.path(), |c| c.users = Some(u.clone()));
-    let times: Vec<Duration> = (0..3).map(|_| failed_login_time(srv.addr(), 30, "u")).collect();
-    assert!(times[2] >= Duration::from_millis(900), "the third failure in a row waited {:?}", times[2]);
+    let times: Vec<Duration> = (0..3)
+        .map(|_| failed_login_time(srv.addr(), 30, "u"))
+        .collect();
+    assert!(
+        times[2] >= Duration::from_millis(900),
+        "the third failure in a row waited {:?}",
+        times[2]
+    );
     assert!(times[2] > times[0], "{times:?}");
     // A success clears the address's record.
     let mut c = ctl_from(30, srv.addr());
@@ -135,5 +154,8 @@ fn a_users_file_others_may_write_is_refused() {
     cfg.listen = "127.0.0.1:0".parse().unwrap();
     cfg.users = Some(u);
     let err = haul_server::Server::bind(cfg).err().expect("refused");
-    assert!(err.to_string().contains("writable by its group or others"), "{err}");
+    assert!(
+        err.to_string().contains("writable by its group or others"),
+        "{err}"
+    );
 }

@@ -28,7 +28,10 @@ fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
-            (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap_or_default())
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                fs::read(&p).unwrap_or_default(),
+            )
         })
         .collect();
     v.sort();
@@ -65,15 +68,27 @@ fn paths_outside_root_are_refused() {
         assert!(r.text().contains("outside the served root"), "{cmd}: {r}");
     }
     // `..` and absolute paths are resolved inside the virtual root: they name files under it.
-    for cmd in [format!("SIZE {escape}"), format!("RETR {abs}"), format!("DELE {abs}")] {
+    for cmd in [
+        format!("SIZE {escape}"),
+        format!("RETR {abs}"),
+        format!("DELE {abs}"),
+    ] {
         let r = c.cmd(&cmd);
         assert_eq!(r.code, 550, "{cmd}: {r}");
         assert!(r.text().contains("No such file or directory"), "{cmd}: {r}");
     }
     assert_eq!(c.cmd("CWD ../../..").code, 250);
-    assert_eq!(c.cmd("PWD").text(), "\"/\" is current directory.", "never above /");
+    assert_eq!(
+        c.cmd("PWD").text(),
+        "\"/\" is current directory.",
+        "never above /"
+    );
     assert_eq!(c.cmd("SIZE inside").text(), "6");
-    assert_eq!(snapshot(&outside), before, "nothing outside the root touched");
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "nothing outside the root touched"
+    );
     assert!(!top.path().join("new").exists());
 }
 
@@ -89,7 +104,10 @@ fn dangling_symlink_not_followed_for_writes() {
     assert_eq!(r.code, 550, "{r}");
     let r = c.cmd("STOR dangling");
     assert_eq!(r.code, 550, "{r}");
-    assert!(!target.exists(), "no file created through the dangling link");
+    assert!(
+        !target.exists(),
+        "no file created through the dangling link"
+    );
 }
 
 #[test]
@@ -110,8 +128,15 @@ fn truncated_mode_e_upload_keeps_target_and_part() {
     let (_, fin) = c.finish();
     assert_eq!(fin.code, 426, "{fin}");
     assert!(fin.text().contains("truncated"), "{fin}");
-    assert_eq!(fs::read(root.path().join("t")).unwrap(), original, "target unchanged");
-    assert!(root.path().join(".t.haul-part").exists(), "part file kept for a restart");
+    assert_eq!(
+        fs::read(root.path().join("t")).unwrap(),
+        original,
+        "target unchanged"
+    );
+    assert!(
+        root.path().join(".t.haul-part").exists(),
+        "part file kept for a restart"
+    );
     assert_eq!(c.cmd("NOOP").code, 200, "session survives");
 }
 
@@ -178,6 +203,10 @@ fn failed_upload_resumes_with_rest_ranges() {
     let (pre, fin) = c.finish();
     assert_eq!(fin.code, 226, "{fin}");
     assert_eq!(pre.last().unwrap().text(), "Range Marker 20000-50000");
-    assert_eq!(fs::read(root.path().join("t")).unwrap(), data, "part file completed and renamed");
+    assert_eq!(
+        fs::read(root.path().join("t")).unwrap(),
+        data,
+        "part file completed and renamed"
+    );
     assert!(!root.path().join(".t.haul-part").exists());
 }

@@ -26,7 +26,11 @@ fn certs() -> Certs {
     let key = dir.path().join("key.pem");
     fs::write(&cert, ck.cert.pem()).unwrap();
     fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-    Certs { _dir: dir, cert, key }
+    Certs {
+        _dir: dir,
+        cert,
+        key,
+    }
 }
 
 /// A control client that upgrades to TLS.
@@ -64,7 +68,10 @@ fn tls_login(addr: std::net::SocketAddr, cfg: Arc<rustls::ClientConfig>) -> TlsC
     assert_eq!(r.code, 234, "{r}");
     let tcp = c.s.try_clone().unwrap();
     let s = tls::connect(cfg, "localhost", tcp).expect("TLS handshake on control");
-    let mut t = TlsCtl { s, p: ReplyParser::new() };
+    let mut t = TlsCtl {
+        s,
+        p: ReplyParser::new(),
+    };
     assert_eq!(t.cmd("USER anonymous").code, 331);
     assert_eq!(t.cmd("PASS x@").code, 230);
     assert_eq!(t.cmd("PBSZ 0").code, 200);
@@ -78,7 +85,9 @@ fn auth_tls_and_prot_p_transfers() {
     let root = tempfile::tempdir().unwrap();
     let data = random_bytes(3 << 20, 21);
     fs::write(root.path().join("f"), &data).unwrap();
-    let srv = server(root.path(), |cfg| cfg.tls = Some((c.cert.clone(), c.key.clone())));
+    let srv = server(root.path(), |cfg| {
+        cfg.tls = Some((c.cert.clone(), c.key.clone()))
+    });
     let ccfg = tls::client_config(&c.cert).unwrap();
     let mut t = tls_login(srv.addr(), ccfg.clone());
     assert_eq!(t.cmd("MODE E").code, 200);
@@ -94,7 +103,9 @@ fn auth_tls_and_prot_p_transfers() {
     let recv = std::thread::spawn(move || {
         let conns: Vec<Conn> = (0..2)
             .map(|_| {
-                let tcp = socket::accept_timeout(&l, Duration::from_secs(20)).unwrap().0;
+                let tcp = socket::accept_timeout(&l, Duration::from_secs(20))
+                    .unwrap()
+                    .0;
                 Box::new(tls::connect(cfg2.clone(), "localhost", tcp).unwrap()) as Conn
             })
             .collect();
@@ -121,7 +132,15 @@ fn auth_tls_and_prot_p_transfers() {
             })
             .collect();
         let src = Mem(payload);
-        mode_e::send(&mut conns, &src, &[(0, 100_000)], 16384, &Progress::default(), false).unwrap();
+        mode_e::send(
+            &mut conns,
+            &src,
+            &[(0, 100_000)],
+            16384,
+            &Progress::default(),
+            false,
+        )
+        .unwrap();
         conns
     });
     let mut codes = Vec::new();

@@ -34,7 +34,9 @@ fn mode_e_retr_4_streams_then_reuse_with_125() {
     assert_eq!(pre[0].code, 125, "{}", pre[0]);
     assert_eq!(fin.code, 226);
     let h = receive_into(conns, &out.path().join("b"));
-    h.join().unwrap().expect("second receive on cached connections");
+    h.join()
+        .unwrap()
+        .expect("second receive on cached connections");
     assert_eq!(fs::read(out.path().join("b")).unwrap(), b);
 }
 
@@ -55,7 +57,11 @@ fn mode_e_stor_4_streams_with_markers() {
     let (pre, fin) = c.finish();
     assert_eq!(fin.code, 226, "{fin}");
     let conns = h.join().unwrap().expect("send");
-    assert!(pre.iter().any(|r| r.code == 112 && r.lines[0] == "Perf Marker"), "perf marker sent");
+    assert!(
+        pre.iter()
+            .any(|r| r.code == 112 && r.lines[0] == "Perf Marker"),
+        "perf marker sent"
+    );
     let last = pre.last().unwrap();
     assert_eq!(last.code, 111, "range marker right before 226: {last}");
     assert_eq!(last.text(), format!("Range Marker 0-{}", data.len()));
@@ -87,7 +93,10 @@ fn eret_and_esto_partial() {
     assert_eq!(c.finish().1.code, 226);
     h.join().unwrap().unwrap();
     // Block offsets are relative to the ERET start.
-    assert_eq!(fs::read(out.path().join("part")).unwrap(), &data[1000..6000]);
+    assert_eq!(
+        fs::read(out.path().join("part")).unwrap(),
+        &data[1000..6000]
+    );
 
     fs::write(root.path().join("g"), vec![b'x'; 10]).unwrap();
     let addr = c.pasv();
@@ -122,10 +131,17 @@ fn rest_ranges_send_only_missing() {
     });
     assert_eq!(c.finish().1.code, 226);
     let got = h.join().unwrap().unwrap();
-    assert_eq!(got.to_string(), "100000-200000,250000-300000", "only the missing ranges, absolute offsets");
+    assert_eq!(
+        got.to_string(),
+        "100000-200000,250000-300000",
+        "only the missing ranges, absolute offsets"
+    );
     let back = fs::read(&dst).unwrap();
     assert_eq!(&back[100_000..200_000], &data[100_000..200_000]);
-    assert!(back[..100_000].iter().all(|&b| b == 0), "held ranges not resent");
+    assert!(
+        back[..100_000].iter().all(|&b| b == 0),
+        "held ranges not resent"
+    );
 }
 
 #[test]
@@ -134,9 +150,16 @@ fn cksm_algorithms() {
     fs::write(root.path().join("f"), b"hello world").unwrap();
     let srv = server(root.path(), |_| {});
     let mut c = Ctl::anon(srv.addr());
-    assert_eq!(c.cmd("CKSM MD5 0 -1 /f").text(), "5eb63bbbe01eeed093cb22bb8f5acdc3");
+    assert_eq!(
+        c.cmd("CKSM MD5 0 -1 /f").text(),
+        "5eb63bbbe01eeed093cb22bb8f5acdc3"
+    );
     assert_eq!(c.cmd("CKSM ADLER32 0 -1 f").text(), "1a0b045d");
-    assert_eq!(c.cmd("CKSM MD5 6 5 f").text(), "7d793037a0760186574b0282f2f435e7", "md5(\"world\")");
+    assert_eq!(
+        c.cmd("CKSM MD5 6 5 f").text(),
+        "7d793037a0760186574b0282f2f435e7",
+        "md5(\"world\")"
+    );
     assert_eq!(c.cmd("CKSM CRC32C 0 -1 f").code, 213);
     assert_eq!(c.cmd("CKSM XXH128 0 -1 f").text().len(), 32);
     let r = c.cmd("CKSM SHA7 0 -1 f");
@@ -157,7 +180,12 @@ fn pipelined_cksm_after_retr() {
     // A file written in the last seconds is hashed afresh for CKSM (its timestamps cannot
     // vouch for its content yet); this one is as old as most served files.
     let ten_s_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
-    fs::File::options().write(true).open(root.path().join("f")).unwrap().set_modified(ten_s_ago).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(root.path().join("f"))
+        .unwrap()
+        .set_modified(ten_s_ago)
+        .unwrap();
     let srv = server(root.path(), |c| c.block_size = 65536);
     let md5 = |b: &[u8]| {
         let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Md5);
@@ -167,7 +195,13 @@ fn pipelined_cksm_after_retr() {
     for streams in [1, 4] {
         let mut c = Ctl::anon(srv.addr());
         assert_eq!(c.cmd("MODE E").code, 200);
-        assert_eq!(c.cmd(&format!("OPTS RETR Parallelism={streams},{streams},{streams};")).code, 200);
+        assert_eq!(
+            c.cmd(&format!(
+                "OPTS RETR Parallelism={streams},{streams},{streams};"
+            ))
+            .code,
+            200
+        );
         let l = c.port();
         c.raw(b"RETR /f\r\nCKSM MD5 0 -1 f\r\n");
         assert_eq!(c.reply().code, 150);
@@ -201,14 +235,21 @@ fn pipelined_cksm_after_retr() {
     let changed = random_bytes(data.len(), 12);
     {
         use std::os::unix::fs::FileExt;
-        let f = fs::OpenOptions::new().write(true).open(root.path().join("f")).unwrap();
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .open(root.path().join("f"))
+            .unwrap();
         f.write_all_at(&changed, 0).unwrap();
     }
     let h = receive_into(conns, &out.path().join("f"));
     assert_eq!(c.finish().1.code, 226);
     assert_eq!(c.reply().text(), md5(&changed));
     h.join().unwrap().expect("receive");
-    assert_ne!(fs::read(out.path().join("f")).unwrap(), changed, "the sender was held back");
+    assert_ne!(
+        fs::read(out.path().join("f")).unwrap(),
+        changed,
+        "the sender was held back"
+    );
 }
 
 /// `STOR f` with `CKSM f` pipelined behind it: the digest comes from the blocks as they were
@@ -265,7 +306,11 @@ fn dev_zero_eret_and_stor_dev_null() {
     let h = send_bytes(connect_n(addr, 3), random_bytes(2_000_000, 6), 1 << 16);
     assert_eq!(c.finish().1.code, 226);
     h.join().unwrap().unwrap();
-    assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "nothing written to disk");
+    assert_eq!(
+        fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "nothing written to disk"
+    );
 }
 
 #[test]
@@ -282,9 +327,18 @@ fn listings_in_mode_s_and_mode_e() {
     let mut body = String::new();
     std::io::Read::read_to_string(&mut s, &mut body).unwrap();
     assert_eq!(c.finish().1.code, 226);
-    assert!(body.contains("Type=cdir;") && body.contains("Type=pdir;"), "{body}");
-    assert!(body.contains("Type=file;") && body.contains("Size=1;") && body.contains("; one\r\n"), "{body}");
-    assert!(body.contains("Type=dir;") && body.contains("; sub\r\n"), "{body}");
+    assert!(
+        body.contains("Type=cdir;") && body.contains("Type=pdir;"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Type=file;") && body.contains("Size=1;") && body.contains("; one\r\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Type=dir;") && body.contains("; sub\r\n"),
+        "{body}"
+    );
 
     let addr = c.pasv();
     c.send("NLST dir");
@@ -302,7 +356,11 @@ fn listings_in_mode_s_and_mode_e() {
     let h = receive_into(accept_n(&l, 1), &out.path().join("l"));
     assert_eq!(c.finish().1.code, 226);
     h.join().unwrap().unwrap();
-    assert_eq!(fs::read_to_string(out.path().join("l")).unwrap(), body, "same listing in MODE E");
+    assert_eq!(
+        fs::read_to_string(out.path().join("l")).unwrap(),
+        body,
+        "same listing in MODE E"
+    );
 }
 
 #[test]
@@ -352,7 +410,8 @@ fn spas_and_spor_striped_commands() {
     // SPOR with two stripe addresses: the server spreads its streams over both.
     let l1 = haul_transport::socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let l2 = haul_transport::socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
-    let fmt = |l: &std::net::TcpListener| haul_proto::hostport::format_port(&l.local_addr().unwrap());
+    let fmt =
+        |l: &std::net::TcpListener| haul_proto::hostport::format_port(&l.local_addr().unwrap());
     assert_eq!(c.cmd("OPTS RETR Parallelism=2,2,2;").code, 200);
     assert_eq!(c.cmd(&format!("SPOR {} {}", fmt(&l1), fmt(&l2))).code, 200);
     c.send("RETR s");
@@ -366,7 +425,10 @@ fn spas_and_spor_striped_commands() {
 
     let r = c.cmd("EPSV");
     assert_eq!(r.code, 229);
-    assert!(r.text().starts_with("Entering Extended Passive Mode (|||"), "{r}");
+    assert!(
+        r.text().starts_with("Entering Extended Passive Mode (|||"),
+        "{r}"
+    );
 }
 
 /// A second writer to a file being uploaded is refused with 450 instead of interleaving its
@@ -381,13 +443,20 @@ fn a_second_upload_to_a_file_in_progress_is_refused() {
     fs::write(&part, b"someone else's bytes").unwrap();
     let other = fs::OpenOptions::new().write(true).open(&part).unwrap();
     // SAFETY: flock on an open file.
-    assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    assert_eq!(
+        unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
     let mut c = Ctl::anon(srv.addr());
     c.pasv();
     let r = c.cmd("STOR g");
     assert_eq!(r.code, 450, "{r:?}");
     assert!(r.lines.concat().contains("in progress"), "{r:?}");
-    assert_eq!(fs::read(&part).unwrap(), b"someone else's bytes", "nothing truncated");
+    assert_eq!(
+        fs::read(&part).unwrap(),
+        b"someone else's bytes",
+        "nothing truncated"
+    );
     // Once the other upload ends, the file can be written.
     drop(other);
     let addr = c.pasv();

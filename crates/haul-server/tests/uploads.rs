@@ -28,8 +28,14 @@ fn a_mode_s_upload_from_a_killed_client_keeps_the_target() {
     std::thread::sleep(std::time::Duration::from_millis(5));
     drop(c);
     assert!(eventually(|| srv.sessions() == 0), "the session ended");
-    assert!(fs::read(root.path().join("t")).unwrap() == original, "the target is untouched");
-    assert!(root.path().join(".t.haul-part").exists(), "the part file is kept for a restart");
+    assert!(
+        fs::read(root.path().join("t")).unwrap() == original,
+        "the target is untouched"
+    );
+    assert!(
+        root.path().join(".t.haul-part").exists(),
+        "the part file is kept for a restart"
+    );
 }
 
 #[test]
@@ -46,7 +52,10 @@ fn a_mode_s_upload_ended_properly_replaces_the_target() {
     d.write_all(&data).unwrap();
     drop(d);
     assert_eq!(c.finish().1.code, 226);
-    assert!(fs::read(root.path().join("t")).unwrap() == data, "the target is the upload");
+    assert!(
+        fs::read(root.path().join("t")).unwrap() == data,
+        "the target is the upload"
+    );
 }
 
 #[test]
@@ -76,11 +85,17 @@ fn a_second_writer_to_a_file_being_uploaded_is_refused_whatever_its_command() {
 
 /// Mounts a small tmpfs (root only); None, with the reason printed, where that is not allowed.
 fn small_tmpfs(dir: &std::path::Path) -> Option<()> {
-    let out = Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(dir).output();
+    let out = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(dir)
+        .output();
     match out {
         Ok(o) if o.status.success() => Some(()),
         Ok(o) => {
-            eprintln!("SKIP: cannot mount a tmpfs to fill ({}); run as root", String::from_utf8_lossy(&o.stderr).trim());
+            eprintln!(
+                "SKIP: cannot mount a tmpfs to fill ({}); run as root",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
             None
         }
         Err(e) => {
@@ -116,8 +131,15 @@ fn a_full_disk_is_reported_and_the_part_file_removed() {
     let fin = c.finish().1;
     assert_eq!(fin.code, 452, "{fin}");
     assert!(fin.text().contains("No space left on device"), "{fin}");
-    assert_eq!(fs::read(root.join("t")).unwrap(), b"old", "target untouched");
-    assert!(!root.join(".t.haul-part").exists(), "the part file is removed");
+    assert_eq!(
+        fs::read(root.join("t")).unwrap(),
+        b"old",
+        "target untouched"
+    );
+    assert!(
+        !root.join(".t.haul-part").exists(),
+        "the part file is removed"
+    );
     assert_eq!(c.cmd("NOOP").code, 200, "the session goes on");
 }
 
@@ -143,7 +165,10 @@ fn an_upload_resumed_right_after_its_client_was_killed_goes_ahead() {
     let r = b.reply();
     assert_eq!(r.code, 150, "{r}");
     drop(d);
-    send_bytes(connect_n(addr, 1), b"second try".to_vec(), 4096).join().unwrap().unwrap();
+    send_bytes(connect_n(addr, 1), b"second try".to_vec(), 4096)
+        .join()
+        .unwrap()
+        .unwrap();
     assert_eq!(b.finish().1.code, 226);
     assert_eq!(fs::read(root.path().join("t")).unwrap(), b"second try");
 }

@@ -113,14 +113,19 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(self.err("read schema version"))?;
         if found > supported {
-            return Err(StoreError::TooNew { path: self.path.clone(), found, supported });
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                supported,
+            });
         }
         let path = self.path.clone();
         for (version, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
             let err = sql_err(&path, "migrate schema");
             let tx = self.conn.transaction().map_err(&err)?;
             tx.execute_batch(sql).map_err(&err)?;
-            tx.pragma_update(None, "user_version", version as i64 + 1).map_err(&err)?;
+            tx.pragma_update(None, "user_version", version as i64 + 1)
+                .map_err(&err)?;
             tx.commit().map_err(&err)?;
         }
         Ok(())
@@ -132,7 +137,10 @@ impl Store {
     }
 
     fn invalid(&self, reason: String) -> StoreError {
-        StoreError::Invalid { path: self.path.clone(), reason }
+        StoreError::Invalid {
+            path: self.path.clone(),
+            reason,
+        }
     }
 
     fn to_i64(&self, field: &str, v: u64) -> Result<i64> {
@@ -168,8 +176,14 @@ impl Store {
             .map_err(|e| self.invalid(format!("params do not encode as JSON: {e}")))?;
         let files = self.to_i64("files", record.files)?;
         let bytes = self.to_i64("bytes", record.bytes)?;
-        let tcp_buffer = p.tcp_buffer.map(|v| self.to_i64("tcp_buffer", v)).transpose()?;
-        let block_size = p.block_size.map(|v| self.to_i64("block_size", v)).transpose()?;
+        let tcp_buffer = p
+            .tcp_buffer
+            .map(|v| self.to_i64("tcp_buffer", v))
+            .transpose()?;
+        let block_size = p
+            .block_size
+            .map(|v| self.to_i64("block_size", v))
+            .transpose()?;
         let sample_bytes = record
             .samples
             .iter()
@@ -283,14 +297,24 @@ impl Store {
         Ok(self.query_records(&sql, &args, true)?.into_iter().next())
     }
 
-    fn query_records(&self, sql: &str, args: &[Value], with_samples: bool) -> Result<Vec<TransferRecord>> {
-        let mut stmt = self.conn.prepare(sql).map_err(self.err("query transfers"))?;
+    fn query_records(
+        &self,
+        sql: &str,
+        args: &[Value],
+        with_samples: bool,
+    ) -> Result<Vec<TransferRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare(sql)
+            .map_err(self.err("query transfers"))?;
         let raws = stmt
             .query_map(rusqlite::params_from_iter(args), RawRow::read)
             .map_err(self.err("query transfers"))?
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(self.err("read transfers"))?;
-        raws.into_iter().map(|r| self.finish(r, with_samples)).collect()
+        raws.into_iter()
+            .map(|r| self.finish(r, with_samples))
+            .collect()
     }
 
     fn samples(&self, id: i64) -> Result<Vec<Sample>> {
@@ -299,7 +323,13 @@ impl Store {
             .prepare("SELECT t_s, bytes, bps FROM samples WHERE transfer_id = ?1 ORDER BY seq")
             .map_err(self.err("read samples"))?;
         let rows = stmt
-            .query_map([id], |r| Ok((r.get::<_, f64>(0)?, r.get::<_, i64>(1)?, r.get::<_, f64>(2)?)))
+            .query_map([id], |r| {
+                Ok((
+                    r.get::<_, f64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            })
             .map_err(self.err("read samples"))?
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(self.err("read samples"))?;
@@ -316,7 +346,11 @@ impl Store {
     }
 
     fn corrupt(&self, id: i64, reason: String) -> StoreError {
-        StoreError::Corrupt { path: self.path.clone(), id, reason }
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            id,
+            reason,
+        }
     }
 
     /// Decodes the parts SQLite cannot type-check and attaches samples.
@@ -324,8 +358,15 @@ impl Store {
         let id = raw.id;
         let params: Params = serde_json::from_str(&raw.params)
             .map_err(|e| self.corrupt(id, format!("params JSON: {e}")))?;
-        let outcome = raw.outcome.parse::<Outcome>().map_err(|e| self.corrupt(id, e))?;
-        let samples = if with_samples { self.samples(id)? } else { Vec::new() };
+        let outcome = raw
+            .outcome
+            .parse::<Outcome>()
+            .map_err(|e| self.corrupt(id, e))?;
+        let samples = if with_samples {
+            self.samples(id)?
+        } else {
+            Vec::new()
+        };
         Ok(TransferRecord {
             id: Some(id),
             kind: raw.kind,
@@ -347,7 +388,11 @@ impl Store {
 
 /// Maps a SQLite error during `what` to a [`StoreError`] naming the database at `path`.
 fn sql_err<'a>(path: &'a Path, what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + 'a {
-    move |source| StoreError::Sqlite { path: path.to_path_buf(), what, source }
+    move |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        what,
+        source,
+    }
 }
 
 /// One `transfers` row as SQLite returns it, before JSON and enum decoding.

@@ -3,7 +3,14 @@
 use super::*;
 use serde_json::json;
 
-fn record(kind: &str, src: &str, dst: &str, started_at: f64, bytes: u64, duration_s: f64) -> TransferRecord {
+fn record(
+    kind: &str,
+    src: &str,
+    dst: &str,
+    started_at: f64,
+    bytes: u64,
+    duration_s: f64,
+) -> TransferRecord {
     TransferRecord {
         id: None,
         kind: kind.into(),
@@ -28,8 +35,16 @@ fn record(kind: &str, src: &str, dst: &str, started_at: f64, bytes: u64, duratio
         outcome: Outcome::Ok,
         error: None,
         samples: vec![
-            Sample { t_s: 1.0, bytes: bytes / 2, bps: 1e9 },
-            Sample { t_s: 2.0, bytes: bytes / 2, bps: 2e9 },
+            Sample {
+                t_s: 1.0,
+                bytes: bytes / 2,
+                bps: 1e9,
+            },
+            Sample {
+                t_s: 2.0,
+                bytes: bytes / 2,
+                bps: 2e9,
+            },
         ],
     }
 }
@@ -40,9 +55,15 @@ fn open_creates_parent_dirs_and_sets_wal_and_version() {
     let path = dir.path().join("a/b/history.sqlite");
     let store = Store::open(&path).expect("open");
     assert!(path.exists());
-    let mode: String = store.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("pragma");
+    let mode: String = store
+        .conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .expect("pragma");
     assert_eq!(mode, "wal");
-    let v: i64 = store.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("pragma");
+    let v: i64 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("pragma");
     assert_eq!(v, MIGRATIONS.len() as i64);
     drop(store);
     Store::open(&path).expect("reopening an existing store migrates nothing and succeeds");
@@ -62,8 +83,12 @@ fn insert_then_get_round_trips_with_samples() {
 #[test]
 fn list_filters_and_orders_newest_first() {
     let mut store = Store::open_in_memory().expect("open");
-    store.insert(&record("cp", "dtn1:2811", "local", 100.0, 10, 1.0)).expect("insert");
-    store.insert(&record("cp", "local", "dtn2:2811", 300.0, 10, 1.0)).expect("insert");
+    store
+        .insert(&record("cp", "dtn1:2811", "local", 100.0, 10, 1.0))
+        .expect("insert");
+    store
+        .insert(&record("cp", "local", "dtn2:2811", 300.0, 10, 1.0))
+        .expect("insert");
     let mut failed = record("profile", "dtn1:2811", "dtn2:2811", 200.0, 10, 1.0);
     failed.outcome = Outcome::Failed;
     failed.error = Some("connection reset".into());
@@ -72,19 +97,46 @@ fn list_filters_and_orders_newest_first() {
     let all = store.list(&Filter::default()).expect("list");
     let times: Vec<f64> = all.iter().map(|r| r.started_at).collect();
     assert_eq!(times, vec![300.0, 200.0, 100.0]);
-    assert!(all.iter().all(|r| r.samples.is_empty()), "samples only when asked");
+    assert!(
+        all.iter().all(|r| r.samples.is_empty()),
+        "samples only when asked"
+    );
 
-    let dtn1 = store.list(&Filter { host: Some("dtn1".into()), ..Filter::default() }).expect("list");
+    let dtn1 = store
+        .list(&Filter {
+            host: Some("dtn1".into()),
+            ..Filter::default()
+        })
+        .expect("list");
     assert_eq!(dtn1.len(), 2);
-    let profiles = store.list(&Filter { kind: Some("profile".into()), ..Filter::default() }).expect("list");
+    let profiles = store
+        .list(&Filter {
+            kind: Some("profile".into()),
+            ..Filter::default()
+        })
+        .expect("list");
     assert_eq!(profiles.len(), 1);
     assert_eq!(profiles[0].error.as_deref(), Some("connection reset"));
-    let ok = store.list(&Filter { outcome: Some(Outcome::Ok), ..Filter::default() }).expect("list");
+    let ok = store
+        .list(&Filter {
+            outcome: Some(Outcome::Ok),
+            ..Filter::default()
+        })
+        .expect("list");
     assert_eq!(ok.len(), 2);
-    let recent = store.list(&Filter { since: Some(200.0), ..Filter::default() }).expect("list");
+    let recent = store
+        .list(&Filter {
+            since: Some(200.0),
+            ..Filter::default()
+        })
+        .expect("list");
     assert_eq!(recent.len(), 2);
     let one = store
-        .list(&Filter { limit: Some(1), with_samples: true, ..Filter::default() })
+        .list(&Filter {
+            limit: Some(1),
+            with_samples: true,
+            ..Filter::default()
+        })
         .expect("list");
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].samples.len(), 2);
@@ -93,19 +145,33 @@ fn list_filters_and_orders_newest_first() {
 #[test]
 fn best_for_host_pair_picks_fastest_ok_transfer() {
     let mut store = Store::open_in_memory().expect("open");
-    let slow = store.insert(&record("cp", "a:2811", "b:2811", 1.0, 100, 10.0)).expect("insert");
-    let fast = store.insert(&record("cp", "a:2811", "b:2811", 2.0, 100, 2.0)).expect("insert");
+    let slow = store
+        .insert(&record("cp", "a:2811", "b:2811", 1.0, 100, 10.0))
+        .expect("insert");
+    let fast = store
+        .insert(&record("cp", "a:2811", "b:2811", 2.0, 100, 2.0))
+        .expect("insert");
     let mut failed_faster = record("cp", "a:2811", "b:2811", 3.0, 1000, 1.0);
     failed_faster.outcome = Outcome::Failed;
     store.insert(&failed_faster).expect("insert");
-    store.insert(&record("profile", "a:2811", "b:2811", 4.0, 10_000, 1.0)).expect("insert");
-    store.insert(&record("cp", "b:2811", "a:2811", 5.0, 10_000, 1.0)).expect("insert");
+    store
+        .insert(&record("profile", "a:2811", "b:2811", 4.0, 10_000, 1.0))
+        .expect("insert");
+    store
+        .insert(&record("cp", "b:2811", "a:2811", 5.0, 10_000, 1.0))
+        .expect("insert");
 
-    let best = store.best_for_host_pair("a:2811", "b:2811", "cp").expect("query").expect("found");
+    let best = store
+        .best_for_host_pair("a:2811", "b:2811", "cp")
+        .expect("query")
+        .expect("found");
     assert_eq!(best.id, Some(fast));
     assert_ne!(best.id, Some(slow));
     assert_eq!(best.samples.len(), 2);
-    assert!(store.best_for_host_pair("a:2811", "c:2811", "cp").expect("query").is_none());
+    assert!(store
+        .best_for_host_pair("a:2811", "c:2811", "cp")
+        .expect("query")
+        .is_none());
 }
 
 #[test]
@@ -136,7 +202,10 @@ fn newer_schema_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("new.sqlite");
     let store = Store::open(&path).expect("open");
-    store.conn.pragma_update(None, "user_version", 99).expect("pragma");
+    store
+        .conn
+        .pragma_update(None, "user_version", 99)
+        .expect("pragma");
     drop(store);
     let e = Store::open(&path).expect_err("too new");
     assert!(matches!(e, StoreError::TooNew { found: 99, .. }), "{e}");

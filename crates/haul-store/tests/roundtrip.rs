@@ -25,18 +25,48 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 fn params() -> impl Strategy<Value = Params> {
     (
-        (any::<Option<u32>>(), any::<Option<u32>>(), any::<Option<u32>>()),
-        (prop::option::of(0..=i64::MAX as u64), prop::option::of(0..=i64::MAX as u64)),
-        (prop::option::of("[a-z0-9]{1,8}"), prop::option::of("[a-z]{1,5}")),
+        (
+            any::<Option<u32>>(),
+            any::<Option<u32>>(),
+            any::<Option<u32>>(),
+        ),
+        (
+            prop::option::of(0..=i64::MAX as u64),
+            prop::option::of(0..=i64::MAX as u64),
+        ),
+        (
+            prop::option::of("[a-z0-9]{1,8}"),
+            prop::option::of("[a-z]{1,5}"),
+        ),
         json_value(),
     )
-        .prop_map(|((parallelism, concurrency, pipelining), (tcp_buffer, block_size), (checksum, transport), extra)| {
-            Params { parallelism, concurrency, pipelining, tcp_buffer, block_size, checksum, transport, extra }
-        })
+        .prop_map(
+            |(
+                (parallelism, concurrency, pipelining),
+                (tcp_buffer, block_size),
+                (checksum, transport),
+                extra,
+            )| {
+                Params {
+                    parallelism,
+                    concurrency,
+                    pipelining,
+                    tcp_buffer,
+                    block_size,
+                    checksum,
+                    transport,
+                    extra,
+                }
+            },
+        )
 }
 
 fn sample() -> impl Strategy<Value = Sample> {
-    (0.0..1e6f64, 0..=i64::MAX as u64, 0.0..1e12f64).prop_map(|(t_s, bytes, bps)| Sample { t_s, bytes, bps })
+    (0.0..1e6f64, 0..=i64::MAX as u64, 0.0..1e12f64).prop_map(|(t_s, bytes, bps)| Sample {
+        t_s,
+        bytes,
+        bps,
+    })
 }
 
 fn record() -> impl Strategy<Value = TransferRecord> {
@@ -45,28 +75,42 @@ fn record() -> impl Strategy<Value = TransferRecord> {
         (".{0,20}", ".{0,20}", "[a-z0-9.:]{1,20}", "[a-z0-9.:]{1,20}"),
         params(),
         (0..=i64::MAX as u64, 0..=i64::MAX as u64),
-        prop_oneof![Just(Outcome::Ok), Just(Outcome::Failed), Just(Outcome::Interrupted)],
+        prop_oneof![
+            Just(Outcome::Ok),
+            Just(Outcome::Failed),
+            Just(Outcome::Interrupted)
+        ],
         prop::option::of(".{0,30}"),
         prop::collection::vec(sample(), 0..10),
     )
-        .prop_map(|((kind, started_at, duration_s), (source, destination, source_host, destination_host), params, (files, bytes), outcome, error, samples)| {
-            TransferRecord {
-                id: None,
-                kind,
-                started_at,
-                duration_s,
-                source,
-                destination,
-                source_host,
-                destination_host,
+        .prop_map(
+            |(
+                (kind, started_at, duration_s),
+                (source, destination, source_host, destination_host),
                 params,
-                files,
-                bytes,
+                (files, bytes),
                 outcome,
                 error,
                 samples,
-            }
-        })
+            )| {
+                TransferRecord {
+                    id: None,
+                    kind,
+                    started_at,
+                    duration_s,
+                    source,
+                    destination,
+                    source_host,
+                    destination_host,
+                    params,
+                    files,
+                    bytes,
+                    outcome,
+                    error,
+                    samples,
+                }
+            },
+        )
 }
 
 proptest! {

@@ -10,7 +10,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let len: u64 = args.next().map_or(Ok(4 << 30), |a| a.parse())?;
     let mds: usize = args.next().map_or(Ok(plut::MAX_MDS), |a| a.parse())?;
-    let rate: f64 = args.next().map_or(Ok(2.5e9), |a| a.parse::<f64>().map(|b| b / 8.0))?;
+    let rate: f64 = args
+        .next()
+        .map_or(Ok(2.5e9), |a| a.parse::<f64>().map(|b| b / 8.0))?;
     let tuning = Tuning::default();
     let cfg = plut::config(0x5eed, mds, rate, 96 << 20);
     let rx = plut::bind("127.0.0.1:0".parse()?, &tuning)?;

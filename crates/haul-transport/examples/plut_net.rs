@@ -21,14 +21,19 @@ use haul_transport::plut::{self, Tuning};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The IO layer's trace on stderr, unless PLUT_TRACE=0.
     if std::env::var("PLUT_TRACE").map_or(true, |v| v != "0") {
-        tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("haul_transport::plut=debug").init();
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter("haul_transport::plut=debug")
+            .init();
     }
     let mut args = std::env::args().skip(1);
     let usage = "usage: plut_net send|recv ADDR:PORT BYTES [NIC_RATE_BITS] [INITIAL_RATE_BITS]";
     let mode = args.next().ok_or(usage)?;
     let addr: SocketAddr = args.next().ok_or(usage)?.parse()?;
     let len: u64 = args.next().ok_or(usage)?.parse()?;
-    let rate: f64 = args.next().map_or(Ok(plut::params::DEFAULT_RATE), |a| a.parse::<f64>().map(|b| b / 8.0))?;
+    let rate: f64 = args.next().map_or(Ok(plut::params::DEFAULT_RATE), |a| {
+        a.parse::<f64>().map(|b| b / 8.0)
+    })?;
     // Both ends must agree on the MDS: `MDS` if set, else the sender's path MTU (the receiver,
     // whose own address would give the loopback MTU, assumes the default).
     let mds = match std::env::var("MDS") {
@@ -57,7 +62,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         "send" => {
-            let local: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0".parse()? } else { "[::]:0".parse()? };
+            let local: SocketAddr = if addr.is_ipv4() {
+                "0.0.0.0:0".parse()?
+            } else {
+                "[::]:0".parse()?
+            };
             let sock = plut::bind(local, &tuning)?;
             let s = plut::send(&sock, addr, &Zero, 0, len, &cfg, &tuning, &progress)?;
             let x = s.sender.unwrap_or_default();

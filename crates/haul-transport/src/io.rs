@@ -65,7 +65,10 @@ pub fn read_exact_at(src: &dyn Source, mut buf: &mut [u8], mut offset: u64) -> i
     while !buf.is_empty() {
         let n = src.read_at(buf, offset)?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("source ended at offset {offset}")));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("source ended at offset {offset}"),
+            ));
         }
         buf = &mut buf[n..];
         offset += n as u64;
@@ -89,12 +92,20 @@ pub struct RateLimited<T> {
 impl<T> RateLimited<T> {
     /// Wraps `inner` at `bytes_per_sec`.
     pub fn new(inner: T, bytes_per_sec: u64) -> Self {
-        RateLimited { inner, bytes_per_sec: bytes_per_sec.max(1) as f64, start: std::sync::OnceLock::new(), done: Default::default() }
+        RateLimited {
+            inner,
+            bytes_per_sec: bytes_per_sec.max(1) as f64,
+            start: std::sync::OnceLock::new(),
+            done: Default::default(),
+        }
     }
 
     fn pace(&self, n: usize) {
         let start = *self.start.get_or_init(std::time::Instant::now);
-        let total = self.done.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed) + n as u64;
+        let total = self
+            .done
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed)
+            + n as u64;
         let due = std::time::Duration::from_secs_f64(total as f64 / self.bytes_per_sec);
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
@@ -144,6 +155,10 @@ mod rate_tests {
         for k in 0..4 {
             s.write_at(&[0u8; 50_000], k * 50_000).unwrap();
         }
-        assert!(t.elapsed() >= Duration::from_millis(140), "paced for only {:?}", t.elapsed());
+        assert!(
+            t.elapsed() >= Duration::from_millis(140),
+            "paced for only {:?}",
+            t.elapsed()
+        );
     }
 }

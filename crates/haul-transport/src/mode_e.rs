@@ -104,19 +104,39 @@ pub fn send(
     close: bool,
 ) -> io::Result<()> {
     if conns.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "MODE E send needs at least one data connection"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "MODE E send needs at least one data connection",
+        ));
     }
     // Blocks as large as asked (within MODE E's bounds), but no larger than what is to be sent:
     // a small file should not cost a whole block.
     let total: u64 = ranges.iter().map(|(a, b)| b.saturating_sub(*a)).sum();
-    let block = (total.min(block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize) as u64) as usize).max(1);
-    let cursor = Mutex::new(Cursor { ranges: ranges.to_vec(), idx: 0, at: 0, block: block as u64 });
+    let block = (total.min(block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize) as u64)
+        as usize)
+        .max(1);
+    let cursor = Mutex::new(Cursor {
+        ranges: ranges.to_vec(),
+        idx: 0,
+        at: 0,
+        block: block as u64,
+    });
     let abort = AtomicBool::new(false);
     let eods = conns.len() as u64;
     if let [conn] = conns {
         // One stream (a pipelined small file, usually): send on the caller's thread, with its
         // reused buffer, rather than spawning a thread per file.
-        return send_one(conn.as_mut(), src, &cursor, &abort, progress, block, true, eods, close);
+        return send_one(
+            conn.as_mut(),
+            src,
+            &cursor,
+            &abort,
+            progress,
+            block,
+            true,
+            eods,
+            close,
+        );
     }
     std::thread::scope(|s| {
         let handles: Vec<_> = conns
@@ -125,7 +145,17 @@ pub fn send(
             .map(|(i, conn)| {
                 let (cursor, abort) = (&cursor, &abort);
                 s.spawn(move || {
-                    let r = send_one(conn.as_mut(), src, cursor, abort, progress, block, i == 0, eods, close);
+                    let r = send_one(
+                        conn.as_mut(),
+                        src,
+                        cursor,
+                        abort,
+                        progress,
+                        block,
+                        i == 0,
+                        eods,
+                        close,
+                    );
                     if r.is_err() {
                         abort.store(true, Ordering::Relaxed);
                     }
@@ -135,7 +165,9 @@ pub fn send(
             .collect();
         let mut first_err = None;
         for h in handles {
-            let r = h.join().unwrap_or_else(|_| Err(io::Error::other("sender thread panicked")));
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("sender thread panicked")));
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
@@ -157,9 +189,18 @@ fn send_one(
     close: bool,
 ) -> io::Result<()> {
     let close_bit = if close { Descriptor::CLOSE } else { 0 };
-    let mut last = if first { Header::eof(eods, true) } else { Header::eod() };
+    let mut last = if first {
+        Header::eof(eods, true)
+    } else {
+        Header::eod()
+    };
     last.descriptor.0 |= close_bit;
-    let take = || cursor.lock().map_err(|_| io::Error::other("cursor poisoned")).map(|mut c| c.next());
+    let take = || {
+        cursor
+            .lock()
+            .map_err(|_| io::Error::other("cursor poisoned"))
+            .map(|mut c| c.next())
+    };
     // Room for a block between two headers: its own, and the EOD / EOF that follows the
     // stream's last block in the same write.
     with_buffer(2 * HEADER_LEN + block, |buf| -> io::Result<()> {
@@ -288,7 +329,10 @@ pub fn receive(
                 if st.readers == 0 {
                     let mut st = st;
                     st.error.get_or_insert_with(|| {
-                        io::Error::new(io::ErrorKind::UnexpectedEof, "data connections ended before every EOD arrived")
+                        io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "data connections ended before every EOD arrived",
+                        )
                     });
                     break;
                 }
@@ -318,7 +362,9 @@ pub fn receive(
     if let Some(e) = st.error {
         return Err(e);
     }
-    Ok(Received { reusable: kept.into_inner().unwrap_or_else(|p| p.into_inner()) })
+    Ok(Received {
+        reusable: kept.into_inner().unwrap_or_else(|p| p.into_inner()),
+    })
 }
 
 fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADER_LEN]>> {
@@ -328,7 +374,10 @@ fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADE
         match conn.read(&mut h[have..]) {
             Ok(0) if have == 0 => return Ok(None),
             Ok(0) => {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed inside a MODE E header"))
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "data connection closed inside a MODE E header",
+                ))
             }
             Ok(n) => have += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -352,11 +401,16 @@ fn recv_one(
     // sends costs its reader thread, not a block of memory.
     let mut conn = conn;
     let Some(first) = read_header(conn.as_mut())? else {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed before its EOD"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "data connection closed before its EOD",
+        ));
     };
     // No larger than the file: a pipelined small file should not cost a megabyte of zeroing.
     let cap = max_len.map_or(block as u64, |l| l.min(block as u64)) as usize;
-    with_buffer(cap.clamp(4096, 4 << 20), |buf| recv_blocks(conn, Some(first), sink, progress, max_len, buf, state, cv))
+    with_buffer(cap.clamp(4096, 4 << 20), |buf| {
+        recv_blocks(conn, Some(first), sink, progress, max_len, buf, state, cv)
+    })
 }
 
 /// The loop of [`recv_one`], reading blocks through `buf`.
@@ -375,15 +429,26 @@ fn recv_blocks(
         if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
             return Ok(None);
         }
-        let Some(raw) = first.take().map_or_else(|| read_header(conn.as_mut()), |h| Ok(Some(h)))? else {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "data connection closed before its EOD"));
+        let Some(raw) = first
+            .take()
+            .map_or_else(|| read_header(conn.as_mut()), |h| Ok(Some(h)))?
+        else {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "data connection closed before its EOD",
+            ));
         };
         let h = Header::decode(&raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         if let Some(n) = h.eod_count() {
-            let mut st = state.lock().map_err(|_| io::Error::other("state poisoned"))?;
+            let mut st = state
+                .lock()
+                .map_err(|_| io::Error::other("state poisoned"))?;
             match st.expected {
                 Some(prev) if prev != n => {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, format!("conflicting EOD counts {prev} and {n}")))
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("conflicting EOD counts {prev} and {n}"),
+                    ))
                 }
                 _ => st.expected = Some(n),
             }
@@ -395,7 +460,10 @@ fn recv_blocks(
                 if h.offset + h.count > len {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("MODE E block {}+{} lies beyond the expected length {len}", h.offset, h.count),
+                        format!(
+                            "MODE E block {}+{} lies beyond the expected length {len}",
+                            h.offset, h.count
+                        ),
                     ));
                 }
             }
@@ -404,7 +472,10 @@ fn recv_blocks(
             while left > 0 {
                 let n = left.min(buf.len() as u64) as usize;
                 conn.read_exact(&mut buf[..n]).map_err(|e| {
-                    io::Error::new(e.kind(), format!("MODE E block at offset {at} truncated: {e}"))
+                    io::Error::new(
+                        e.kind(),
+                        format!("MODE E block at offset {at} truncated: {e}"),
+                    )
                 })?;
                 sink.write_at(&buf[..n], at)?;
                 progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -422,7 +493,9 @@ fn recv_blocks(
             }
         }
         if h.descriptor.has(Descriptor::EOD) {
-            let mut st = state.lock().map_err(|_| io::Error::other("state poisoned"))?;
+            let mut st = state
+                .lock()
+                .map_err(|_| io::Error::other("state poisoned"))?;
             st.eods += 1;
             if let Some(cv) = cv {
                 cv.notify_all();

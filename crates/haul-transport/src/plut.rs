@@ -92,7 +92,11 @@ fn wake_at(sender: &haul_plut::Sender, cfg: &Config, tuning: &Tuning, now: u64, 
     }
     let gap = cfg.mds as f64 / sender.rate().max(1.0) * 1e9;
     let period = tuning.batch_period.as_nanos() as f64;
-    next + ((period / gap).floor().min(f64::from(cfg.max_burst) - 1.0).max(0.0) * gap) as u64
+    next + ((period / gap)
+        .floor()
+        .min(f64::from(cfg.max_burst) - 1.0)
+        .max(0.0)
+        * gap) as u64
 }
 
 /// IO-layer settings (the protocol's own tunables are in [`Config`]).
@@ -168,18 +172,36 @@ pub fn config(session: u64, mds: usize, nic_rate: f64, buffer_bytes: usize) -> C
 /// The largest datagram that fits the path MTU towards `peer` (`IP_MTU` of a connected UDP
 /// socket; loopback gives 65536), capped at [`MAX_MDS`].
 pub fn path_mds(peer: IpAddr) -> io::Result<usize> {
-    let local: IpAddr = if peer.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let local: IpAddr = if peer.is_ipv4() {
+        [0, 0, 0, 0].into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
     let s = UdpSocket::bind((local, 0))?;
     s.connect((peer, 9))?;
-    let (level, opt, overhead) = if peer.is_ipv4() { (libc::IPPROTO_IP, libc::IP_MTU, 28) } else { (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48) };
+    let (level, opt, overhead) = if peer.is_ipv4() {
+        (libc::IPPROTO_IP, libc::IP_MTU, 28)
+    } else {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48)
+    };
     let mut mtu: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: valid fd, an int-sized out buffer and its length.
-    let r = unsafe { libc::getsockopt(s.as_raw_fd(), level, opt, (&mut mtu as *mut libc::c_int).cast(), &mut len) };
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            opt,
+            (&mut mtu as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok((mtu as usize).saturating_sub(overhead).clamp(576 - overhead, MAX_MDS))
+    Ok((mtu as usize)
+        .saturating_sub(overhead)
+        .clamp(576 - overhead, MAX_MDS))
 }
 
 /// Binds a UDP socket at `addr` with large buffers (see [`Tuning::socket_buffer`]).
@@ -192,11 +214,20 @@ pub fn bind(addr: SocketAddr, tuning: &Tuning) -> io::Result<UdpSocket> {
 /// Sets SO_SNDBUF / SO_RCVBUF, forcing past the sysctl limits when allowed (root).
 fn enlarge_buffers(s: &UdpSocket, bytes: usize) {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+    for (force, plain) in [
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+    ] {
         let set = |opt| {
             // SAFETY: valid fd and an int option value.
             unsafe {
-                libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, opt, (&v as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&v as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
             }
         };
         if set(force) != 0 && set(plain) != 0 {
@@ -208,8 +239,18 @@ fn enlarge_buffers(s: &UdpSocket, bytes: usize) {
 /// Sends `len` bytes of `src`, starting at `base`, to the receiver at `peer` over `sock`
 /// (which this call connects to `peer`). Returns when the receiver acknowledged every byte.
 #[allow(clippy::too_many_arguments)]
-pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len: u64, cfg: &Config, tuning: &Tuning, progress: &Progress) -> Result<Stats, PlutError> {
-    sock.connect(peer).map_err(io_err("connecting the data socket"))?;
+pub fn send(
+    sock: &UdpSocket,
+    peer: SocketAddr,
+    src: &dyn Source,
+    base: u64,
+    len: u64,
+    cfg: &Config,
+    tuning: &Tuning,
+    progress: &Progress,
+) -> Result<Stats, PlutError> {
+    sock.connect(peer)
+        .map_err(io_err("connecting the data socket"))?;
     let mut sender = haul_plut::Sender::new(cfg.clone(), len)?;
     let src = adapt::ReadAhead::new(src, base, len);
     batch::tight_timer_slack();
@@ -244,15 +285,27 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
             break;
         }
         if now.saturating_sub(last_heard) > idle {
-            let done = sender.stats().datagrams_sent.saturating_sub(sender.stats().retransmits) * payload;
-            return Err(PlutError::Silent { peer: peer.to_string(), secs: tuning.idle_timeout.as_secs(), done: done.min(len), len });
+            let done = sender
+                .stats()
+                .datagrams_sent
+                .saturating_sub(sender.stats().retransmits)
+                * payload;
+            return Err(PlutError::Silent {
+                peer: peer.to_string(),
+                secs: tuning.idle_timeout.as_secs(),
+                done: done.min(len),
+                len,
+            });
         }
         if sender.poll_timeout().is_some_and(|t| t <= now) {
             sender.handle_timeout(now);
         }
         let mut n = 0;
         while n < out.capacity() {
-            match sender.poll_transmit(now, out.slot(n), &src).map_err(io_err("reading the source"))? {
+            match sender
+                .poll_transmit(now, out.slot(n), &src)
+                .map_err(io_err("reading the source"))?
+            {
                 Some(len) => {
                     out.set_len(n, len);
                     n += 1;
@@ -265,7 +318,9 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
             stats.send_batches += 1;
             let s = sender.stats();
             let first = s.datagrams_sent.saturating_sub(s.retransmits) * payload;
-            progress.bytes.store(first.min(len), std::sync::atomic::Ordering::Relaxed);
+            progress
+                .bytes
+                .store(first.min(len), std::sync::atomic::Ordering::Relaxed);
             continue;
         }
         // Wake when a batch worth `batch_period` of pacing slots is due (the pacer lets late
@@ -280,7 +335,9 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
         }
         tr.woke(deadline, clock.now());
     }
-    progress.bytes.store(len, std::sync::atomic::Ordering::Relaxed);
+    progress
+        .bytes
+        .store(len, std::sync::atomic::Ordering::Relaxed);
     stats.elapsed_s = clock.now() as f64 / 1e9;
     stats.cpu_s = batch::thread_cpu() - cpu0;
     stats.sender = Some(sender.stats());
@@ -290,7 +347,15 @@ pub fn send(sock: &UdpSocket, peer: SocketAddr, src: &dyn Source, base: u64, len
 /// Receives `len` bytes into `sink` at `base + offset` over `sock`, from the first address
 /// that sends a valid datagram of `cfg.session`. Returns once every byte is written and the
 /// sender had time to hear the final ACK.
-pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Config, tuning: &Tuning, progress: &Progress) -> Result<Stats, PlutError> {
+pub fn receive(
+    sock: &UdpSocket,
+    sink: &dyn Sink,
+    base: u64,
+    len: u64,
+    cfg: &Config,
+    tuning: &Tuning,
+    progress: &Progress,
+) -> Result<Stats, PlutError> {
     let mut recv = haul_plut::Receiver::new(cfg.clone(), len)?;
     let mut writer = adapt::WriteBehind::new(sink, base, len, progress);
     let cpu0 = batch::thread_cpu();
@@ -320,13 +385,16 @@ pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Con
             // move the goodput window the sender's rate control is measured by.
             let at = batch::arrival(inb.stamp(i), offset, now);
             tr.arrived(at, now, inb.stamp(i).is_some());
-            let v = recv.handle_datagram(at, inb.get(i), &mut writer).map_err(io_err("writing the sink"))?;
+            let v = recv
+                .handle_datagram(at, inb.get(i), &mut writer)
+                .map_err(io_err("writing the sink"))?;
             if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
                 last_heard = now;
                 first.get_or_insert(now);
                 if peer.is_none() {
                     if let Some(addr) = from {
-                        sock.connect(addr).map_err(io_err("connecting the data socket"))?;
+                        sock.connect(addr)
+                            .map_err(io_err("connecting the data socket"))?;
                         peer = Some(addr);
                     }
                 }
@@ -340,7 +408,13 @@ pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Con
             completed_at = Some(now);
         }
         let repeat = if completed_at == Some(now) { 3 } else { 1 };
-        while let Some(m) = recv.poll_transmit(now, &mut ack).map_err(|e| PlutError::Io { what: "encoding an ACK", source: io::Error::other(e.to_string()) })? {
+        while let Some(m) = recv
+            .poll_transmit(now, &mut ack)
+            .map_err(|e| PlutError::Io {
+                what: "encoding an ACK",
+                source: io::Error::other(e.to_string()),
+            })?
+        {
             if peer.is_some() {
                 for _ in 0..repeat {
                     // A lost ACK is recovered by the protocol; a full buffer is not fatal.
@@ -354,7 +428,12 @@ pub fn receive(sock: &UdpSocket, sink: &dyn Sink, base: u64, len: u64, cfg: &Con
             }
         } else if now.saturating_sub(last_heard) > idle {
             let who = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
-            return Err(PlutError::Silent { peer: who, secs: tuning.idle_timeout.as_secs(), done: recv.stats().delivered, len });
+            return Err(PlutError::Silent {
+                peer: who,
+                secs: tuning.idle_timeout.as_secs(),
+                done: recv.stats().delivered,
+                len,
+            });
         }
         if n == inb.capacity() {
             continue;

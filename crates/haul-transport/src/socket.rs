@@ -8,7 +8,11 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 
 fn new_socket(addr: &SocketAddr, buffer: Option<usize>) -> io::Result<Socket> {
-    let s = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))?;
+    let s = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
     if let Some(b) = buffer {
         s.set_send_buffer_size(b)?;
         s.set_recv_buffer_size(b)?;
@@ -44,7 +48,11 @@ pub fn limit_unsent(s: &TcpStream) -> io::Result<()> {
 }
 
 /// Opens a data connection to `addr` with the given socket buffer size (None: kernel autotuning).
-pub fn connect(addr: SocketAddr, buffer: Option<usize>, timeout: Duration) -> io::Result<TcpStream> {
+pub fn connect(
+    addr: SocketAddr,
+    buffer: Option<usize>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
     let s = new_socket(&addr, buffer)?;
     s.connect_timeout(&addr.into(), timeout)
         .map_err(|e| io::Error::new(e.kind(), format!("data connection to {addr}: {e}")))?;
@@ -58,7 +66,8 @@ pub fn connect(addr: SocketAddr, buffer: Option<usize>, timeout: Duration) -> io
 pub fn listen(addr: SocketAddr, buffer: Option<usize>) -> io::Result<TcpListener> {
     let s = new_socket(&addr, buffer)?;
     s.set_reuse_address(true)?;
-    s.bind(&addr.into()).map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+    s.bind(&addr.into())
+        .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
     s.listen(128)?;
     Ok(s.into())
 }
@@ -72,7 +81,10 @@ pub fn accept_timeout(l: &TcpListener, timeout: Duration) -> io::Result<(TcpStre
             Ok(c) => break Ok(c),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if std::time::Instant::now() >= deadline {
-                    break Err(io::Error::new(io::ErrorKind::TimedOut, "no data connection arrived in time"));
+                    break Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no data connection arrived in time",
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }

@@ -8,7 +8,13 @@ use crate::mode_e::Progress;
 use crate::Conn;
 
 /// Sends `[offset, end)` of `src` (to the source's end when `end` is None), then closes.
-pub fn send(mut conn: Conn, src: &dyn Source, offset: u64, end: Option<u64>, progress: &Progress) -> io::Result<()> {
+pub fn send(
+    mut conn: Conn,
+    src: &dyn Source,
+    offset: u64,
+    end: Option<u64>,
+    progress: &Progress,
+) -> io::Result<()> {
     let mut buf = vec![0u8; crate::DEFAULT_BLOCK];
     let mut at = offset;
     loop {
@@ -20,7 +26,10 @@ pub fn send(mut conn: Conn, src: &dyn Source, offset: u64, end: Option<u64>, pro
         let n = src.read_at(&mut buf[..want], at)?;
         if n == 0 {
             if let Some(e) = end {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("source ended at {at}, before {e}")));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("source ended at {at}, before {e}"),
+                ));
             }
             break;
         }
@@ -33,7 +42,12 @@ pub fn send(mut conn: Conn, src: &dyn Source, offset: u64, end: Option<u64>, pro
 }
 
 /// Receives until the sender closes, writing from `offset` on; returns the bytes received.
-pub fn receive(mut conn: Conn, sink: &dyn Sink, offset: u64, progress: &Progress) -> io::Result<u64> {
+pub fn receive(
+    mut conn: Conn,
+    sink: &dyn Sink,
+    offset: u64,
+    progress: &Progress,
+) -> io::Result<u64> {
     let mut buf = vec![0u8; crate::DEFAULT_BLOCK];
     let mut at = offset;
     loop {

@@ -10,7 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection, StreamOwned};
+use rustls::{
+    ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection, StreamOwned,
+};
 use thiserror::Error;
 
 use crate::DataStream;
@@ -51,16 +53,25 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 fn open(path: &Path) -> Result<BufReader<File>, TlsError> {
     File::open(path)
         .map(BufReader::new)
-        .map_err(|source| TlsError::Read { path: path.display().to_string(), source })
+        .map_err(|source| TlsError::Read {
+            path: path.display().to_string(),
+            source,
+        })
 }
 
 /// Reads every certificate of a PEM file.
 pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = rustls_pemfile::certs(&mut open(path)?)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|source| TlsError::Read { path: path.display().to_string(), source })?;
+        .map_err(|source| TlsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
     if certs.is_empty() {
-        return Err(TlsError::Pem { path: path.display().to_string(), what: "no CERTIFICATE in PEM file".into() });
+        return Err(TlsError::Pem {
+            path: path.display().to_string(),
+            what: "no CERTIFICATE in PEM file".into(),
+        });
     }
     Ok(certs)
 }
@@ -68,8 +79,14 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError>
 /// Reads the first private key of a PEM file.
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     rustls_pemfile::private_key(&mut open(path)?)
-        .map_err(|source| TlsError::Read { path: path.display().to_string(), source })?
-        .ok_or_else(|| TlsError::Pem { path: path.display().to_string(), what: "no PRIVATE KEY in PEM file".into() })
+        .map_err(|source| TlsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?
+        .ok_or_else(|| TlsError::Pem {
+            path: path.display().to_string(),
+            what: "no PRIVATE KEY in PEM file".into(),
+        })
 }
 
 /// A server configuration from a certificate chain and a key, both PEM.
@@ -98,18 +115,24 @@ pub fn client_config(ca: &Path) -> Result<Arc<ClientConfig>, TlsError> {
 pub fn accept(cfg: Arc<ServerConfig>, mut tcp: TcpStream) -> io::Result<ServerStream> {
     let mut conn = ServerConnection::new(cfg).map_err(io::Error::other)?;
     while conn.is_handshaking() {
-        conn.complete_io(&mut tcp).map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+        conn.complete_io(&mut tcp)
+            .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
     }
     Ok(StreamOwned::new(conn, tcp))
 }
 
 /// Runs the client side of a TLS handshake on `tcp`, checking the server is `name`.
 pub fn connect(cfg: Arc<ClientConfig>, name: &str, mut tcp: TcpStream) -> io::Result<ClientStream> {
-    let server = ServerName::try_from(name.to_string())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("TLS server name {name:?}: {e}")))?;
+    let server = ServerName::try_from(name.to_string()).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("TLS server name {name:?}: {e}"),
+        )
+    })?;
     let mut conn = ClientConnection::new(cfg, server).map_err(io::Error::other)?;
     while conn.is_handshaking() {
-        conn.complete_io(&mut tcp).map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+        conn.complete_io(&mut tcp)
+            .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
     }
     Ok(StreamOwned::new(conn, tcp))
 }

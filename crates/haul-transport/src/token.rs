@@ -78,9 +78,17 @@ impl DataToken {
         let read = conn.read_exact(&mut got);
         sock.set_read_timeout(Some(timeout))?;
         // Constant time: every byte compared whatever the first difference.
-        let same = read.is_ok() && got.iter().zip(self.0.iter()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+        let same = read.is_ok()
+            && got
+                .iter()
+                .zip(self.0.iter())
+                .fold(0u8, |d, (a, b)| d | (a ^ b))
+                == 0;
         if !same {
-            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a data connection without this session's token"));
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a data connection without this session's token",
+            ));
         }
         Ok(())
     }
@@ -113,6 +121,9 @@ mod tests {
         let mut g: Conn = Box::new(l.accept().unwrap().0);
         let mut b: Conn = Box::new(l.accept().unwrap().0);
         assert!(t.check(&mut g, Duration::from_secs(5)).is_ok());
-        assert_eq!(t.check(&mut b, Duration::from_secs(5)).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            t.check(&mut b, Duration::from_secs(5)).unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
     }
 }

@@ -64,7 +64,8 @@ fn mode_e_parallel_with_reuse() {
         let sink = Mem(Default::default());
         let p = Progress::default();
         let acc: Option<&dyn Acceptor> = if i == 0 { Some(&acceptor) } else { None };
-        let r = mode_e::receive(std::mem::take(&mut pool), acc, &sink, &p, None, 64 * 1024).unwrap();
+        let r =
+            mode_e::receive(std::mem::take(&mut pool), acc, &sink, &p, None, 64 * 1024).unwrap();
         pool = r.reusable;
         got.push((sink.0.into_inner().unwrap(), p.ranges()));
     }
@@ -85,7 +86,15 @@ fn mode_e_partial_ranges_only() {
     let t = std::thread::spawn(move || {
         let mut conns: Vec<Conn> = vec![Box::new(TcpStream::connect(addr).unwrap())];
         let p = Progress::default();
-        mode_e::send(&mut conns, &src, &[(100, 5000), (900_000, 1_000_000)], 4096, &p, true).unwrap();
+        mode_e::send(
+            &mut conns,
+            &src,
+            &[(100, 5000), (900_000, 1_000_000)],
+            4096,
+            &p,
+            true,
+        )
+        .unwrap();
         p.bytes()
     });
     let (c, _) = l.accept().unwrap();
@@ -106,15 +115,23 @@ fn mode_e_truncated_stream_is_an_error() {
     let addr = l.local_addr().unwrap();
     let t = std::thread::spawn(move || {
         let mut c = TcpStream::connect(addr).unwrap();
-        c.write_all(&haul_proto::Header::data(0, 1000).encode()).unwrap();
+        c.write_all(&haul_proto::Header::data(0, 1000).encode())
+            .unwrap();
         c.write_all(&[1u8; 10]).unwrap();
     });
     let (c, _) = l.accept().unwrap();
     t.join().unwrap();
     let sink = Mem(Default::default());
-    let err = mode_e::receive(vec![Box::new(c)], None, &sink, &Progress::default(), None, 4096)
-        .err()
-        .expect("truncated block must fail");
+    let err = mode_e::receive(
+        vec![Box::new(c)],
+        None,
+        &sink,
+        &Progress::default(),
+        None,
+        4096,
+    )
+    .err()
+    .expect("truncated block must fail");
     assert!(err.to_string().contains("truncated"), "{err}");
 }
 

@@ -29,7 +29,10 @@ fn transfer(
     session: u64,
     during: impl FnOnce(SocketAddr, &AtomicBool, &Progress) + Send,
 ) -> (Stats, Stats) {
-    let tuning = Tuning { idle_timeout: Duration::from_secs(20), ..Tuning::default() };
+    let tuning = Tuning {
+        idle_timeout: Duration::from_secs(20),
+        ..Tuning::default()
+    };
     let cfg = plut::config(session, mds, RATE, 64 << 20);
     let rx = plut::bind("127.0.0.1:0".parse().unwrap(), &tuning).unwrap();
     let tx = plut::bind("127.0.0.1:0".parse().unwrap(), &tuning).unwrap();
@@ -57,11 +60,26 @@ fn file_to_file_64mib_is_exact() {
     let bytes = data(len, 7);
     std::fs::write(dir.path().join("src"), &bytes).unwrap();
     let src = File::open(dir.path().join("src")).unwrap();
-    let dst = File::options().write(true).create(true).truncate(true).open(dir.path().join("dst")).unwrap();
-    let (s, r) = transfer(&src, &dst, len as u64, plut::JUMBO_MDS, 0x1234_5678_9abc_def0, |_, _, _| {});
+    let dst = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.path().join("dst"))
+        .unwrap();
+    let (s, r) = transfer(
+        &src,
+        &dst,
+        len as u64,
+        plut::JUMBO_MDS,
+        0x1234_5678_9abc_def0,
+        |_, _, _| {},
+    );
     drop(dst);
     eprintln!("file: sender {s:?}\nreceiver {r:?}");
-    assert!(std::fs::read(dir.path().join("dst")).unwrap() == bytes, "file arrived byte-exact");
+    assert!(
+        std::fs::read(dir.path().join("dst")).unwrap() == bytes,
+        "file arrived byte-exact"
+    );
 }
 
 #[test]
@@ -79,36 +97,69 @@ fn foreign_datagrams_are_dropped() {
     let bytes = data(len, 9);
     std::fs::write(dir.path().join("src"), &bytes).unwrap();
     let src = File::open(dir.path().join("src")).unwrap();
-    let dst = File::options().write(true).create(true).truncate(true).open(dir.path().join("dst")).unwrap();
+    let dst = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.path().join("dst"))
+        .unwrap();
     let session = 0xfeed_beef;
-    let (_, r) = transfer(&src, &dst, len as u64, 1472, session, |addr, done, progress| {
-        let evil = UdpSocket::bind("127.0.0.1:0").unwrap();
-        // A plausible DATA datagram of this session (from another address) and of another session.
-        let forged = |sess: u64| {
-            let mut d = vec![0u8; 1472];
-            let h = haul_plut::wire::DataHeader { session: sess, seq: 0, offset: 0, timestamp: 0, rtt_us: 100, len: 1432, retransmit: false };
-            h.encode(&mut d).unwrap();
-            d[40..].fill(0xee);
-            d
-        };
-        let (same, other) = (forged(session), forged(session ^ 1));
-        let mut sent = 0;
-        while !done.load(Ordering::Relaxed) && sent < 20_000 {
-            // Same-session datagrams from elsewhere only once the real sender was heard: the
-            // session id is the secret, and the receiver locks onto its first valid source.
-            let same_ok = progress.bytes() > 0;
-            let _ = evil.send_to(if sent % 2 == 0 || !same_ok { &other } else { &same }, addr);
-            let _ = evil.send_to(b"garbage", addr);
-            sent += 1;
-            if sent % 64 == 0 {
-                std::thread::sleep(Duration::from_micros(200));
+    let (_, r) = transfer(
+        &src,
+        &dst,
+        len as u64,
+        1472,
+        session,
+        |addr, done, progress| {
+            let evil = UdpSocket::bind("127.0.0.1:0").unwrap();
+            // A plausible DATA datagram of this session (from another address) and of another session.
+            let forged = |sess: u64| {
+                let mut d = vec![0u8; 1472];
+                let h = haul_plut::wire::DataHeader {
+                    session: sess,
+                    seq: 0,
+                    offset: 0,
+                    timestamp: 0,
+                    rtt_us: 100,
+                    len: 1432,
+                    retransmit: false,
+                };
+                h.encode(&mut d).unwrap();
+                d[40..].fill(0xee);
+                d
+            };
+            let (same, other) = (forged(session), forged(session ^ 1));
+            let mut sent = 0;
+            while !done.load(Ordering::Relaxed) && sent < 20_000 {
+                // Same-session datagrams from elsewhere only once the real sender was heard: the
+                // session id is the secret, and the receiver locks onto its first valid source.
+                let same_ok = progress.bytes() > 0;
+                let _ = evil.send_to(
+                    if sent % 2 == 0 || !same_ok {
+                        &other
+                    } else {
+                        &same
+                    },
+                    addr,
+                );
+                let _ = evil.send_to(b"garbage", addr);
+                sent += 1;
+                if sent % 64 == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
             }
-        }
-        assert!(sent > 0);
-    });
+            assert!(sent > 0);
+        },
+    );
     drop(dst);
     let rs = r.receiver.unwrap();
     eprintln!("foreign: receiver {rs:?}");
-    assert!(rs.foreign + rs.malformed > 0, "the injected datagrams were seen and dropped");
-    assert!(std::fs::read(dir.path().join("dst")).unwrap() == bytes, "file arrived byte-exact");
+    assert!(
+        rs.foreign + rs.malformed > 0,
+        "the injected datagrams were seen and dropped"
+    );
+    assert!(
+        std::fs::read(dir.path().join("dst")).unwrap() == bytes,
+        "file arrived byte-exact"
+    );
 }

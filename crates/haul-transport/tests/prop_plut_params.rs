@@ -7,10 +7,27 @@ use proptest::prelude::*;
 
 /// `OPTS HAUL` text as a client may send it: known and unknown keys, hostile values.
 fn opts_text() -> impl Strategy<Value = String> {
-    let key = prop_oneof![Just("Transport"), Just("mds"), Just("Rate"), Just("TRANSPORT"), Just("Foo")];
-    let value = prop_oneof![Just("plut".to_string()), Just("TCP".to_string()), "[-+]?[0-9]{0,22}", "[^;]{0,10}"];
-    let item = prop_oneof![(key, value).prop_map(|(k, v)| format!("{k}={v}")), "[^;]{0,10}"];
-    prop_oneof![prop::collection::vec(item, 0..5).prop_map(|v| v.join(";")), ".*"]
+    let key = prop_oneof![
+        Just("Transport"),
+        Just("mds"),
+        Just("Rate"),
+        Just("TRANSPORT"),
+        Just("Foo")
+    ];
+    let value = prop_oneof![
+        Just("plut".to_string()),
+        Just("TCP".to_string()),
+        "[-+]?[0-9]{0,22}",
+        "[^;]{0,10}"
+    ];
+    let item = prop_oneof![
+        (key, value).prop_map(|(k, v)| format!("{k}={v}")),
+        "[^;]{0,10}"
+    ];
+    prop_oneof![
+        prop::collection::vec(item, 0..5).prop_map(|v| v.join(";")),
+        ".*"
+    ]
 }
 
 proptest! {

@@ -233,7 +233,10 @@ fn rebase_moves_the_retune_reference_only_after_convergence() {
     assert_eq!(s.retunes(), 0);
     // 650 is 28% off the re-based 900, though 30% above the sample: a drop.
     assert!(matches!(s.next(650.0).unwrap(), Decision::Run(_)));
-    assert!(matches!(s.next(650.0).unwrap(), Decision::Measure(_)), "28% off twice: re-tune");
+    assert!(
+        matches!(s.next(650.0).unwrap(), Decision::Measure(_)),
+        "28% off twice: re-tune"
+    );
     assert_eq!(s.retunes(), 1);
 }
 
@@ -248,7 +251,9 @@ fn retune_on(before: impl Fn(u32) -> f64, after: impl Fn(u32) -> f64) -> (u32, u
         d = s.next(after(d.cc())).expect("finite");
         match d {
             Decision::Measure(c) if first.is_none() => first = Some(c),
-            Decision::Run(c) if first.is_some() => return (first.unwrap_or(0), c, s.samples() - settled),
+            Decision::Run(c) if first.is_some() => {
+                return (first.unwrap_or(0), c, s.samples() - settled)
+            }
             _ => {}
         }
     }
@@ -261,7 +266,10 @@ fn a_drop_retunes_upward_from_the_current_level() {
     let before = |c: u32| 100.0 * f64::from(c.min(8));
     let after = |c: u32| 50.0 * f64::from(c.min(16));
     let (first, settled, samples) = retune_on(before, after);
-    assert!(first >= 8, "re-tune after a drop started below the level, at {first}");
+    assert!(
+        first >= 8,
+        "re-tune after a drop started below the level, at {first}"
+    );
     assert!((16..=18).contains(&settled), "settled at {settled}");
     // 8 (fresh), 16, 32, then 14 and 18 around 16; from cc/2 it would also measure 4.
     assert!(samples <= 5, "{samples} samples");
@@ -273,7 +281,10 @@ fn a_rise_retunes_from_half_the_level() {
     let before = |c: u32| 50.0 * f64::from(c.min(8));
     let after = |c: u32| 100.0 * f64::from(c.min(6));
     let (first, settled, _) = retune_on(before, after);
-    assert_eq!(first, 4, "after a rise the re-tune starts at half the level");
+    assert_eq!(
+        first, 4,
+        "after a rise the re-tune starts at half the level"
+    );
     assert!((6..=8).contains(&settled), "settled at {settled}");
 }
 
@@ -282,7 +293,10 @@ fn the_floor_is_never_measured_below() {
     // A curve whose best level is 1 (readings fall with every channel): without a floor the
     // search seeks down to 1; with floor 3 it never measures below 3 and settles there.
     let curve = |c: u32| 1000.0 - 50.0 * f64::from(c);
-    let start3 = ConcurrencyConfig { start: 3, ..no_retune() };
+    let start3 = ConcurrencyConfig {
+        start: 3,
+        ..no_retune()
+    };
     let mut s = ConcurrencySearch::new(ConcurrencyConfig { floor: 3, ..start3 }).expect("config");
     let mut d = s.start();
     let mut seen = vec![];
@@ -295,9 +309,20 @@ fn the_floor_is_never_measured_below() {
     // The same search without the floor steps down to 1: the test can fail.
     assert_eq!(settle(start3, curve).0, 1);
     // A start below the floor is raised to it; a floor above the cap is cut to the cap.
-    let s = ConcurrencySearch::new(ConcurrencyConfig { start: 1, floor: 4, ..no_retune() }).expect("config");
+    let s = ConcurrencySearch::new(ConcurrencyConfig {
+        start: 1,
+        floor: 4,
+        ..no_retune()
+    })
+    .expect("config");
     assert_eq!(s.start(), Decision::Measure(4));
-    let s = ConcurrencySearch::new(ConcurrencyConfig { start: 1, floor: 40, cap: 8, ..no_retune() }).expect("config");
+    let s = ConcurrencySearch::new(ConcurrencyConfig {
+        start: 1,
+        floor: 40,
+        cap: 8,
+        ..no_retune()
+    })
+    .expect("config");
     assert_eq!(s.start(), Decision::Measure(8));
 }
 
@@ -305,7 +330,11 @@ fn the_floor_is_never_measured_below() {
 fn a_rise_does_not_halve_below_the_floor() {
     let before = |c: u32| 50.0 * f64::from(c.min(4));
     let after = |c: u32| 100.0 * f64::from(c.min(4));
-    let cfg = ConcurrencyConfig { start: 4, floor: 3, ..ConcurrencyConfig::default() };
+    let cfg = ConcurrencyConfig {
+        start: 4,
+        floor: 3,
+        ..ConcurrencyConfig::default()
+    };
     let mut s = ConcurrencySearch::new(cfg).expect("config");
     let mut d = Decision::Run(converge(&mut s, before));
     assert_eq!(d, Decision::Run(4));
@@ -316,7 +345,11 @@ fn a_rise_does_not_halve_below_the_floor() {
             first.get_or_insert(c);
         }
     }
-    assert_eq!(first, Some(3), "re-tune after a rise started at {first:?}, not max(4/2, floor 3)");
+    assert_eq!(
+        first,
+        Some(3),
+        "re-tune after a rise started at {first:?}, not max(4/2, floor 3)"
+    );
 }
 
 #[test]
@@ -327,7 +360,11 @@ fn a_recovery_toward_the_search_sample_is_not_a_rise() {
     // search must not restart from half of it. (They are still far below the sample, which is
     // a drop: see `a_level_settling_far_below_its_sample_is_searched_again`.)
     let burst = |c: u32| 100.0 * f64::from(c.min(8));
-    let mut s = ConcurrencySearch::new(ConcurrencyConfig { start: 8, ..ConcurrencyConfig::default() }).expect("config");
+    let mut s = ConcurrencySearch::new(ConcurrencyConfig {
+        start: 8,
+        ..ConcurrencyConfig::default()
+    })
+    .expect("config");
     let cc = converge(&mut s, burst);
     assert_eq!(cc, 8);
     let mut d = Decision::Run(cc);
@@ -375,7 +412,11 @@ fn a_level_settling_far_below_its_sample_is_searched_again() {
     for _ in 0..2 {
         d = s.next(steady(8)).expect("finite");
     }
-    assert_eq!((d, s.retunes()), (Decision::Measure(8), 1), "a settled level at 40% of its sample is re-searched");
+    assert_eq!(
+        (d, s.retunes()),
+        (Decision::Measure(8), 1),
+        "a settled level at 40% of its sample is re-searched"
+    );
     // The level is measured steady now, and the search doubles from it.
     d = s.next(steady(8)).expect("finite");
     assert_eq!(d, Decision::Measure(16));

@@ -113,7 +113,10 @@ impl Default for AutoTuneConfig {
             // keeps as its default): γ with 10% tolerance asks a doubling for 20% more, and on
             // the mixed benchmark 3 channels already carry ~870 Mb/s of a 1 Gb/s link, so γ
             // held 3 while 4–8 carried ~950 (docs/tuning.md, "The live driver's utility").
-            search: ConcurrencyConfig { utility: Utility::ChannelCost { k: 1.03 }, ..ConcurrencyConfig::default() },
+            search: ConcurrencyConfig {
+                utility: Utility::ChannelCost { k: 1.03 },
+                ..ConcurrencyConfig::default()
+            },
             model: Model::Ar { p: 2 },
             theta: 0.10,
             max_readings: 20,
@@ -150,11 +153,20 @@ pub struct TuneStep {
 pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneStep>, XferError> {
     let bad = |e: haul_tune::TuneError| XferError::Usage(format!("tuner: {e}"));
     let mut search = ConcurrencySearch::new(cfg.search).map_err(bad)?;
-    let mut est = EarlyStop::new(cfg.model, dt).map_err(bad)?.theta(cfg.theta).min_window(cfg.min_window_s);
+    let mut est = EarlyStop::new(cfg.model, dt)
+        .map_err(bad)?
+        .theta(cfg.theta)
+        .min_window(cfg.min_window_s);
     let mut decision = search.start();
     t.set_concurrency(decision.cc());
     let mut steps = Vec::new();
-    let per = |secs: f64| if secs > 0.0 && dt > 0.0 { (secs / dt).ceil() as usize } else { 0 };
+    let per = |secs: f64| {
+        if secs > 0.0 && dt > 0.0 {
+            (secs / dt).ceil() as usize
+        } else {
+            0
+        }
+    };
     let settle = per(cfg.settle_s);
     let window = per(cfg.watch_s).max(1);
     let mut skip = settle;
@@ -171,7 +183,9 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
     let crowded = |cc: u32| t.channels().is_some_and(|c| c > cc);
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
-        let Some(s) = t.next_sample(wait) else { continue };
+        let Some(s) = t.next_sample(wait) else {
+            continue;
+        };
         if std::mem::take(&mut first) && cfg.drain_s > 0.0 && crowded(decision.cc()) {
             drain = Some((s.t_s + cfg.drain_s, false));
         }
@@ -200,7 +214,11 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
             }
         }
         if unmeasurable {
-            tracing::info!("tuner: concurrency {} not in effect after {:.1} s; not stepping down", decision.cc(), cfg.drain_s);
+            tracing::info!(
+                "tuner: concurrency {} not in effect after {:.1} s; not stepping down",
+                decision.cc(),
+                cfg.drain_s
+            );
         } else if skip > 0 {
             // The first settle counts from the first byte: before it the sessions are still
             // logging in and nothing is skipped, and the readings right after it are their
@@ -233,7 +251,11 @@ pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneS
                 Some(c) => Some(match cfg.estimate {
                     SampleEstimate::Mean => mean_from_first_byte(&readings),
                     SampleEstimate::Forecast => {
-                        let (lo, hi) = readings.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                        let (lo, hi) = readings
+                            .iter()
+                            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+                                (lo.min(x), hi.max(x))
+                            });
                         c.estimate.clamp(lo.min(hi), hi)
                     }
                 }),
@@ -317,7 +339,11 @@ mod tests {
             self.t.set(t);
             self.trace.borrow_mut().push((t, self.cc.get()));
             let bps = (self.curve)(self.cc.get(), t);
-            Some(Sample { t_s: t, bytes: (bps * 0.1 / 8.0) as u64, bps })
+            Some(Sample {
+                t_s: t,
+                bytes: (bps * 0.1 / 8.0) as u64,
+                bps,
+            })
         }
         fn finished(&self) -> bool {
             self.t.get() >= self.end
@@ -331,9 +357,18 @@ mod tests {
 
     #[test]
     fn converges_near_the_knee_within_ten_seconds() {
-        let s = Synthetic { cc: Cell::new(1), t: Cell::new(0.0), end: 30.0, curve: |c, _| saturating(c), trace: Default::default() };
+        let s = Synthetic {
+            cc: Cell::new(1),
+            t: Cell::new(0.0),
+            end: 30.0,
+            curve: |c, _| saturating(c),
+            trace: Default::default(),
+        };
         let steps = drive(&s, &AutoTuneConfig::default(), 0.1).unwrap();
-        let done = steps.iter().find(|x| x.converged).expect("the search converges");
+        let done = steps
+            .iter()
+            .find(|x| x.converged)
+            .expect("the search converges");
         assert!(done.t_s <= 10.0, "converged at {} s", done.t_s);
         let cc = s.cc.get();
         assert!((8..=16).contains(&cc), "settled at {cc}, knee is 9");
@@ -348,25 +383,59 @@ mod tests {
             t if t < 0.9 => 0.3 * saturating(c),
             _ => saturating(c),
         };
-        let s = Synthetic { cc: Cell::new(1), t: Cell::new(0.0), end: 30.0, curve, trace: Default::default() };
-        let cfg = AutoTuneConfig { search: ConcurrencyConfig { start: 3, ..Default::default() }, ..Default::default() };
+        let s = Synthetic {
+            cc: Cell::new(1),
+            t: Cell::new(0.0),
+            end: 30.0,
+            curve,
+            trace: Default::default(),
+        };
+        let cfg = AutoTuneConfig {
+            search: ConcurrencyConfig {
+                start: 3,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let steps = drive(&s, &cfg, 0.1).unwrap();
         assert_eq!(steps[0].concurrency, 3);
         let want = saturating(3);
-        assert!((steps[0].estimate_bps - want).abs() <= 0.01 * want, "first sample read {} of {want}", steps[0].estimate_bps);
+        assert!(
+            (steps[0].estimate_bps - want).abs() <= 0.01 * want,
+            "first sample read {} of {want}",
+            steps[0].estimate_bps
+        );
     }
 
     #[test]
     fn retunes_after_cross_traffic_takes_half_the_link() {
         // At t = 15 s cross traffic halves what each channel gets.
-        let curve = |c: u32, t: f64| if t < 15.0 { saturating(c) } else { (f64::from(c) * 60e6).min(5e8) };
-        let s = Synthetic { cc: Cell::new(1), t: Cell::new(0.0), end: 40.0, curve, trace: Default::default() };
+        let curve = |c: u32, t: f64| {
+            if t < 15.0 {
+                saturating(c)
+            } else {
+                (f64::from(c) * 60e6).min(5e8)
+            }
+        };
+        let s = Synthetic {
+            cc: Cell::new(1),
+            t: Cell::new(0.0),
+            end: 40.0,
+            curve,
+            trace: Default::default(),
+        };
         let steps = drive(&s, &AutoTuneConfig::default(), 0.1).unwrap();
-        assert!(steps.iter().any(|x| x.t_s > 15.0), "searched again after the change");
+        assert!(
+            steps.iter().any(|x| x.t_s > 15.0),
+            "searched again after the change"
+        );
         // Within 15 s of the change it runs at >= 85% of the new best (500 Mb/s).
         let trace = s.trace.borrow();
         let at = trace.iter().find(|(t, _)| *t >= 29.9).map(|x| x.1).unwrap();
-        assert!(curve(at, 30.0) >= 0.85 * 5e8, "at 30 s running {at} channels");
+        assert!(
+            curve(at, 30.0) >= 0.85 * 5e8,
+            "at 30 s running {at} channels"
+        );
     }
 
     /// Sessions leave only after `linger` seconds (a big file each): a lower target is not in
@@ -417,9 +486,17 @@ mod tests {
                 self.running.set(self.target.get());
             }
             self.trace.borrow_mut().push((t, self.running.get()));
-            let fade = if t < self.fade_from { 1.0 } else { (1.0 - 0.07 * (t - self.fade_from)).max(0.3) };
+            let fade = if t < self.fade_from {
+                1.0
+            } else {
+                (1.0 - 0.07 * (t - self.fade_from)).max(0.3)
+            };
             let bps = (f64::from(self.running.get()) * self.per).min(1e9) * fade;
-            Some(Sample { t_s: t, bytes: (bps * 0.1 / 8.0) as u64, bps })
+            Some(Sample {
+                t_s: t,
+                bytes: (bps * 0.1 / 8.0) as u64,
+                bps,
+            })
         }
         fn finished(&self) -> bool {
             self.t.get() >= 60.0
@@ -436,16 +513,37 @@ mod tests {
         // sessions still running) and settle there, at half the link once they leave.
         let run = |linger: f64, drain_s: f64| {
             let s = Lingering::new(linger, 5e8, f64::INFINITY);
-            let cfg = AutoTuneConfig { drain_s, search: ConcurrencyConfig { start: 4, ..Default::default() }, ..Default::default() };
+            let cfg = AutoTuneConfig {
+                drain_s,
+                search: ConcurrencyConfig {
+                    start: 4,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
             let steps = drive(&s, &cfg, 0.1).unwrap();
-            let late: Vec<u32> = s.trace.borrow().iter().filter(|(t, _)| *t > 10.0).map(|x| x.1).collect();
+            let late: Vec<u32> = s
+                .trace
+                .borrow()
+                .iter()
+                .filter(|(t, _)| *t > 10.0)
+                .map(|x| x.1)
+                .collect();
             (steps, late)
         };
         // Sessions that linger 8 s: the 3 s drain wait gives up, and the search stays at >= 2.
         let (steps, late) = run(8.0, 3.0);
         assert!(steps.iter().any(|x| x.converged), "{steps:?}");
-        assert!(steps.iter().any(|x| x.not_in_effect && x.estimate_bps == 0.0), "{steps:?}");
-        assert!(late.iter().all(|&c| c >= 2), "ran at one session after 10 s: {steps:?}");
+        assert!(
+            steps
+                .iter()
+                .any(|x| x.not_in_effect && x.estimate_bps == 0.0),
+            "{steps:?}"
+        );
+        assert!(
+            late.iter().all(|&c| c >= 2),
+            "ran at one session after 10 s: {steps:?}"
+        );
         // Without the wait the same search settles on cc 1 and runs at half the link until a
         // re-tune notices: the test can fail.
         let (steps, late) = run(8.0, 0.0);
@@ -468,12 +566,25 @@ mod tests {
             drive(&s, &AutoTuneConfig::default(), 0.1).unwrap()
         };
         let steps = run(f64::INFINITY);
-        let conv = steps.iter().find(|x| x.converged).expect("the search converges");
-        assert_eq!((conv.next, steps.iter().filter(|x| x.not_in_effect).count()), (8, 2), "{steps:?}");
+        let conv = steps
+            .iter()
+            .find(|x| x.converged)
+            .expect("the search converges");
+        assert_eq!(
+            (conv.next, steps.iter().filter(|x| x.not_in_effect).count()),
+            (8, 2),
+            "{steps:?}"
+        );
         let t_conv = conv.t_s;
         let steps = run(t_conv);
-        let retune = steps.iter().find(|x| x.t_s > t_conv + 1e-9).map(|x| x.t_s - t_conv);
-        assert!(retune.is_some_and(|dt| dt <= 10.0), "first re-tune sample {retune:?} s after convergence at {t_conv:.1} s: {steps:?}");
+        let retune = steps
+            .iter()
+            .find(|x| x.t_s > t_conv + 1e-9)
+            .map(|x| x.t_s - t_conv);
+        assert!(
+            retune.is_some_and(|dt| dt <= 10.0),
+            "first re-tune sample {retune:?} s after convergence at {t_conv:.1} s: {steps:?}"
+        );
     }
 
     /// A lossy long path: each channel sustains `steady` bit/s, but a new channel's slow start
@@ -489,7 +600,13 @@ mod tests {
 
     impl Bursting {
         fn rate(&self, t: f64) -> f64 {
-            let per = |o: &f64| if t - o < self.hold { self.burst } else { self.steady };
+            let per = |o: &f64| {
+                if t - o < self.hold {
+                    self.burst
+                } else {
+                    self.steady
+                }
+            };
             self.opened.borrow().iter().map(per).sum::<f64>().min(1e9)
         }
     }
@@ -504,7 +621,11 @@ mod tests {
             let t = self.t.get() + 0.2;
             self.t.set(t);
             let bps = self.rate(t);
-            Some(Sample { t_s: t, bytes: (bps * 0.2 / 8.0) as u64, bps })
+            Some(Sample {
+                t_s: t,
+                bytes: (bps * 0.2 / 8.0) as u64,
+                bps,
+            })
         }
         fn finished(&self) -> bool {
             self.t.get() >= 60.0
@@ -520,13 +641,26 @@ mod tests {
         // the transfer ran at 4 channels and 160 Mb/s to the end, after 1 search; now it climbs
         // 4 → 8 → 16 → 18 → 20 and ends at 800 Mb/s after 5 searches (a level is kept once it
         // holds 80% of its sample).
-        let s = Bursting { opened: Default::default(), t: Cell::new(0.0), steady: 40e6, burst: 400e6, hold: 2.5 };
+        let s = Bursting {
+            opened: Default::default(),
+            t: Cell::new(0.0),
+            steady: 40e6,
+            burst: 400e6,
+            hold: 2.5,
+        };
         let steps = drive(&s, &AutoTuneConfig::default(), 0.2).unwrap();
-        let first = steps.iter().find(|x| x.converged).expect("the search converges");
+        let first = steps
+            .iter()
+            .find(|x| x.converged)
+            .expect("the search converges");
         assert!(first.next <= 8, "the first search stops low: {steps:?}");
         let cc = s.opened.borrow().len();
         let searches = steps.iter().filter(|x| x.converged).count();
-        assert!(s.rate(60.0) >= 0.7e9, "ends at {cc} channels, {:.0} Mb/s: {steps:?}", s.rate(60.0) / 1e6);
+        assert!(
+            s.rate(60.0) >= 0.7e9,
+            "ends at {cc} channels, {:.0} Mb/s: {steps:?}",
+            s.rate(60.0) / 1e6
+        );
         assert!(searches <= 6, "{searches} searches: {steps:?}");
     }
 
@@ -553,7 +687,11 @@ mod tests {
             self.t.set(t);
             let i = ((t - self.changed.get()) / 0.2).round() as usize;
             let bps = saturating(self.cc.get()) * RAMP[i.saturating_sub(1).min(RAMP.len() - 1)];
-            Some(Sample { t_s: t, bytes: (bps * 0.2 / 8.0) as u64, bps })
+            Some(Sample {
+                t_s: t,
+                bytes: (bps * 0.2 / 8.0) as u64,
+                bps,
+            })
         }
         fn finished(&self) -> bool {
             self.t.get() >= 30.0
@@ -563,8 +701,15 @@ mod tests {
     #[test]
     fn sample_estimates_stay_within_their_readings() {
         for estimate in [SampleEstimate::Mean, SampleEstimate::Forecast] {
-            let s = Ramping { cc: Cell::new(0), t: Cell::new(0.0), changed: Cell::new(0.0) };
-            let cfg = AutoTuneConfig { estimate, ..Default::default() };
+            let s = Ramping {
+                cc: Cell::new(0),
+                t: Cell::new(0.0),
+                changed: Cell::new(0.0),
+            };
+            let cfg = AutoTuneConfig {
+                estimate,
+                ..Default::default()
+            };
             let steps = drive(&s, &cfg, 0.2).unwrap();
             assert!(steps.iter().any(|x| x.converged), "{estimate:?}: {steps:?}");
             for x in steps.iter().filter(|x| !x.not_in_effect) {

@@ -217,10 +217,14 @@ impl Running {
             self.ahead.remove(&s);
             if e > self.next {
                 // Should reading fail, the digest no longer stands for a prefix.
-                let at = feed(&mut self.hasher, copy, self.next, Some(e)).inspect_err(|_| self.broken = true)?;
+                let at = feed(&mut self.hasher, copy, self.next, Some(e))
+                    .inspect_err(|_| self.broken = true)?;
                 if at < e {
                     self.broken = true;
-                    return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("copy ended at {at}, before {e}")));
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("copy ended at {at}, before {e}"),
+                    ));
                 }
                 self.next = e;
             }
@@ -290,7 +294,11 @@ pub struct HashingSink<'a> {
 impl<'a> HashingSink<'a> {
     /// Hashes with `alg` what is written through to `inner`, the file at `local`.
     pub fn new(inner: &'a dyn Sink, alg: Algorithm, local: &'a std::path::Path) -> HashingSink<'a> {
-        HashingSink { inner, local, state: std::sync::Mutex::new((Running::new(alg), None)) }
+        HashingSink {
+            inner,
+            local,
+            state: std::sync::Mutex::new((Running::new(alg), None)),
+        }
     }
 
     /// The digest of the `len` bytes written, or None if it has to be computed from the file.
@@ -304,7 +312,11 @@ impl<'a> HashingSink<'a> {
 
 /// Hashes the bytes `run` noted beyond its prefix once they continue it, reading them from
 /// `local` (opened on first need).
-fn catch_up_from(local: &std::path::Path, run: &mut Running, copy: &mut Option<std::fs::File>) -> std::io::Result<()> {
+fn catch_up_from(
+    local: &std::path::Path,
+    run: &mut Running,
+    copy: &mut Option<std::fs::File>,
+) -> std::io::Result<()> {
     if !run.behind() {
         return Ok(());
     }
@@ -318,7 +330,10 @@ fn catch_up_from(local: &std::path::Path, run: &mut Running, copy: &mut Option<s
 impl Sink for HashingSink<'_> {
     fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
         self.inner.write_at(buf, offset)?;
-        let mut st = self.state.lock().map_err(|_| std::io::Error::other("checksum state poisoned"))?;
+        let mut st = self
+            .state
+            .lock()
+            .map_err(|_| std::io::Error::other("checksum state poisoned"))?;
         let (run, copy) = &mut *st;
         run.update(offset, buf);
         // The data is written; a failed read-back (no file descriptor left, the file renamed
@@ -338,12 +353,18 @@ pub struct HashingSource<'a> {
 impl<'a> HashingSource<'a> {
     /// Hashes with `alg` what is read from `inner`.
     pub fn new(inner: &'a dyn Source, alg: Algorithm) -> HashingSource<'a> {
-        HashingSource { inner, run: std::sync::Mutex::new(Running::new(alg)) }
+        HashingSource {
+            inner,
+            run: std::sync::Mutex::new(Running::new(alg)),
+        }
     }
 
     /// The digest of bytes `[0, len)`, or None unless exactly those were read.
     pub fn finish(self, len: u64) -> Option<String> {
-        self.run.into_inner().unwrap_or_else(|p| p.into_inner()).finish(len)
+        self.run
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish(len)
     }
 }
 
@@ -418,7 +439,11 @@ mod tests {
         assert_eq!(r.finish(data.len() as u64).as_deref(), Some(want.as_str()));
         // Out of order: later pieces are read back from the copy once the gap is filled.
         let mut r = Running::new(Algorithm::Xxh128);
-        let pieces: Vec<(u64, &[u8])> = data.chunks(100_000).enumerate().map(|(i, c)| (i as u64 * 100_000, c)).collect();
+        let pieces: Vec<(u64, &[u8])> = data
+            .chunks(100_000)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 100_000, c))
+            .collect();
         for &k in &[2, 1, 4, 0, 3, 6, 5] {
             let (o, c) = pieces[k];
             r.update(o, c);
@@ -453,12 +478,19 @@ mod tests {
         let file = std::fs::File::create(&path).unwrap();
         let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 253) as u8).collect();
         let sink = HashingSink::new(&file, Algorithm::Xxh128, &path);
-        let blocks: Vec<(u64, &[u8])> = data.chunks(131_072).enumerate().map(|(i, c)| (i as u64 * 131_072, c)).collect();
+        let blocks: Vec<(u64, &[u8])> = data
+            .chunks(131_072)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 131_072, c))
+            .collect();
         for &k in &[0, 3, 1, 2, 7, 5, 6, 4] {
             sink.write_at(blocks[k].1, blocks[k].0).unwrap();
         }
         let got = sink.finish(data.len() as u64).unwrap();
-        assert_eq!(got.unwrap(), checksum_path(&path, Algorithm::Xxh128).unwrap());
+        assert_eq!(
+            got.unwrap(),
+            checksum_path(&path, Algorithm::Xxh128).unwrap()
+        );
         // Short of the expected length: no digest, so the caller hashes the file instead.
         let sink = HashingSink::new(&file, Algorithm::Xxh128, &path);
         sink.write_at(&data[..100], 0).unwrap();
@@ -478,6 +510,10 @@ mod tests {
         sink.write_at(&data[150_000..], 150_000).unwrap();
         sink.write_at(&data[..150_000], 0).unwrap();
         assert_eq!(sink.finish(data.len() as u64).unwrap(), None);
-        assert_eq!(std::fs::read(&path).unwrap(), data, "every byte was written");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            data,
+            "every byte was written"
+        );
     }
 }

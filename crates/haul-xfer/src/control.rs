@@ -74,11 +74,18 @@ pub struct Control {
 
 impl Control {
     /// Connects, reads the greeting, optionally upgrades to TLS, logs in and reads FEAT.
-    pub fn connect(url: &RemoteUrl, tls: Option<&crate::tls::ClientTls>, timeout: Duration) -> Result<Control, XferError> {
+    pub fn connect(
+        url: &RemoteUrl,
+        tls: Option<&crate::tls::ClientTls>,
+        timeout: Duration,
+    ) -> Result<Control, XferError> {
         let name = url.host_port();
         let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
             .to_socket_addrs()
-            .map_err(|e| XferError::Connect { host: name.clone(), reason: format!("cannot resolve: {e}") })?
+            .map_err(|e| XferError::Connect {
+                host: name.clone(),
+                reason: format!("cannot resolve: {e}"),
+            })?
             .collect();
         let mut last = None;
         let mut tcp = None;
@@ -97,16 +104,35 @@ impl Control {
         })?;
         tcp.set_nodelay(true).ok();
         tcp.set_read_timeout(Some(Duration::from_secs(600))).ok();
-        let peer = tcp.peer_addr().map_err(|e| XferError::Connect { host: name.clone(), reason: e.to_string() })?;
-        let local = tcp.local_addr().map_err(|e| XferError::Connect { host: name.clone(), reason: e.to_string() })?;
-        let mut c = Control { stream: Box::new(tcp.try_clone().map_err(|e| XferError::io(&name, e))?), parser: ReplyParser::new(), peer, local, features: Features::default(), name };
+        let peer = tcp.peer_addr().map_err(|e| XferError::Connect {
+            host: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let local = tcp.local_addr().map_err(|e| XferError::Connect {
+            host: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut c = Control {
+            stream: Box::new(tcp.try_clone().map_err(|e| XferError::io(&name, e))?),
+            parser: ReplyParser::new(),
+            peer,
+            local,
+            features: Features::default(),
+            name,
+        };
         let greet = c.reply()?;
         if greet.code != 220 {
-            return Err(XferError::Protocol { host: c.name.clone(), reply: greet.to_string() });
+            return Err(XferError::Protocol {
+                host: c.name.clone(),
+                reply: greet.to_string(),
+            });
         }
         if let Some(t) = tls {
             c.expect(&Command::Auth("TLS".into()), 234)?;
-            c.stream = t.wrap_control(tcp, &url.host).map_err(|e| XferError::Tls { host: c.name.clone(), reason: e.to_string() })?;
+            c.stream = t.wrap_control(tcp, &url.host).map_err(|e| XferError::Tls {
+                host: c.name.clone(),
+                reason: e.to_string(),
+            })?;
             c.expect(&Command::Pbsz(0), 200)?;
             c.expect(&Command::Prot(haul_proto::command::ProtLevel::Private), 200)?;
         }
@@ -122,9 +148,16 @@ impl Control {
         };
         if r.code != 230 && r.code != 202 {
             return Err(if r.code == 530 {
-                XferError::Auth { host: c.name.clone(), user, reply: r.to_string() }
+                XferError::Auth {
+                    host: c.name.clone(),
+                    user,
+                    reply: r.to_string(),
+                }
             } else {
-                XferError::Protocol { host: c.name.clone(), reply: r.to_string() }
+                XferError::Protocol {
+                    host: c.name.clone(),
+                    reply: r.to_string(),
+                }
             });
         }
         c.send(&Command::Feat)?;
@@ -132,7 +165,10 @@ impl Control {
         if f.code == 211 {
             c.features = Features::parse(&f);
         }
-        c.expect(&Command::Type(haul_proto::command::TransferType::Image), 200)?;
+        c.expect(
+            &Command::Type(haul_proto::command::TransferType::Image),
+            200,
+        )?;
         Ok(c)
     }
 
@@ -140,21 +176,34 @@ impl Control {
     pub fn send(&mut self, cmd: &Command) -> Result<(), XferError> {
         let line = format!("{cmd}\r\n");
         tracing::debug!(host = %self.name, "> {}", if matches!(cmd, Command::Pass(_)) { "PASS ****" } else { line.trim_end() });
-        self.stream.write_all(line.as_bytes()).map_err(|e| XferError::io(&self.name, e))?;
-        self.stream.flush().map_err(|e| XferError::io(&self.name, e))
+        self.stream
+            .write_all(line.as_bytes())
+            .map_err(|e| XferError::io(&self.name, e))?;
+        self.stream
+            .flush()
+            .map_err(|e| XferError::io(&self.name, e))
     }
 
     /// Reads the next reply of any kind.
     pub fn reply(&mut self) -> Result<Reply, XferError> {
         let mut buf = [0u8; 4096];
         loop {
-            if let Some(r) = self.parser.next_reply().map_err(|e| XferError::Protocol { host: self.name.clone(), reply: e.to_string() })? {
+            if let Some(r) = self.parser.next_reply().map_err(|e| XferError::Protocol {
+                host: self.name.clone(),
+                reply: e.to_string(),
+            })? {
                 tracing::debug!(host = %self.name, "< {r}");
                 return Ok(r);
             }
-            let n = self.stream.read(&mut buf).map_err(|e| XferError::io(&self.name, e))?;
+            let n = self
+                .stream
+                .read(&mut buf)
+                .map_err(|e| XferError::io(&self.name, e))?;
             if n == 0 {
-                return Err(XferError::Connect { host: self.name.clone(), reason: "server closed the control connection".into() });
+                return Err(XferError::Connect {
+                    host: self.name.clone(),
+                    reason: "server closed the control connection".into(),
+                });
             }
             self.parser.extend(&buf[..n]);
         }

@@ -4,10 +4,10 @@
 //! journals. A tuner (a later issue) drives [`Transfer::set_concurrency`] and
 //! [`Transfer::set_parallelism`] while reading [`Transfer::samples`].
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::cell::Cell;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -198,11 +198,23 @@ fn trace_sessions(shared: &Shared, slots: &[Option<JoinHandle<()>>], s: &Sample,
         .enumerate()
         .filter(|(_, h)| h.is_some())
         .map(|(i, _)| match b.get(&i) {
-            Some(x) => format!("{i}:{}{}/{:.1}MB/{:.1}s", if x.piece { "p" } else { "f" }, x.files, x.bytes as f64 / 1e6, x.taken.elapsed().as_secs_f64()),
+            Some(x) => format!(
+                "{i}:{}{}/{:.1}MB/{:.1}s",
+                if x.piece { "p" } else { "f" },
+                x.files,
+                x.bytes as f64 / 1e6,
+                x.taken.elapsed().as_secs_f64()
+            ),
             None => format!("{i}:-"),
         })
         .collect();
-    tracing::trace!(t_s = s.t_s, mbps = s.bps / 1e6, level = target, "sessions {}", sessions.join(" "));
+    tracing::trace!(
+        t_s = s.t_s,
+        mbps = s.bps / 1e6,
+        level = target,
+        "sessions {}",
+        sessions.join(" ")
+    );
 }
 
 /// A running transfer.
@@ -220,7 +232,12 @@ impl Transfer {
         failpoints_from_env();
         let ledger = Ledger::new(jobs.iter().map(|j| j.dst.as_str()));
         let pieces = piece
-            .map(|n| jobs.iter().map(|j| (j.dst.clone(), crate::plan::piece_count(j.size, n) as usize)).filter(|(_, k)| *k > 0).collect())
+            .map(|n| {
+                jobs.iter()
+                    .map(|j| (j.dst.clone(), crate::plan::piece_count(j.size, n) as usize))
+                    .filter(|(_, k)| *k > 0)
+                    .collect()
+            })
             .unwrap_or_default();
         let shared = Arc::new(Shared {
             route,
@@ -228,7 +245,9 @@ impl Transfer {
             channels: AtomicU32::new(0),
             parallelism: AtomicU32::new(opts.parallelism.clamp(1, 64)),
             queue: Mutex::new(match opts.clustering {
-                Some(c) => Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline, piece),
+                Some(c) => {
+                    Queues::clustered(jobs, c, opts.concurrency.max(1), opts.pipeline, piece)
+                }
                 None => Queues::single(jobs, opts.pipeline, piece),
             }),
             parallelism_set: AtomicBool::new(false),
@@ -250,7 +269,11 @@ impl Transfer {
         let (tx, rx) = mpsc::channel();
         let s = shared.clone();
         let handle = std::thread::spawn(move || run(s, tx));
-        Transfer { shared, samples: rx, handle }
+        Transfer {
+            shared,
+            samples: rx,
+            handle,
+        }
     }
 
     /// Changes the number of files in flight. Sessions above a lowered level leave at the end
@@ -268,7 +291,9 @@ impl Transfer {
 
     /// Changes the streams per file; takes effect at each session's next batch.
     pub fn set_parallelism(&self, n: u32) {
-        self.shared.parallelism.store(n.clamp(1, 64), Ordering::Relaxed);
+        self.shared
+            .parallelism
+            .store(n.clamp(1, 64), Ordering::Relaxed);
         self.shared.parallelism_set.store(true, Ordering::Relaxed);
     }
 
@@ -276,12 +301,20 @@ impl Transfer {
     /// user-given bandwidth, files still waiting are re-clustered if the BDP moved by more than
     /// 2×. Returns true if they were.
     pub fn set_bandwidth(&self, bps: f64) -> bool {
-        self.shared.queue.lock().map(|mut q| q.set_bandwidth(bps)).unwrap_or(false)
+        self.shared
+            .queue
+            .lock()
+            .map(|mut q| q.set_bandwidth(bps))
+            .unwrap_or(false)
     }
 
     /// The file-size clusters (empty without clustering) and their current channel shares.
     pub fn clusters(&self) -> (Vec<ClusterInfo>, Vec<(haul_tune::cluster::FileClass, u32)>) {
-        self.shared.queue.lock().map(|q| (q.clusters().to_vec(), q.shares())).unwrap_or_default()
+        self.shared
+            .queue
+            .lock()
+            .map(|q| (q.clusters().to_vec(), q.shares()))
+            .unwrap_or_default()
     }
 
     /// Bytes moved so far.
@@ -301,7 +334,12 @@ impl Transfer {
 
     /// Waits for the end.
     pub fn wait(self) -> Result<Summary, XferError> {
-        self.handle.join().unwrap_or_else(|p| Err(XferError::Internal(format!("the transfer engine panicked: {}", panic_message(&*p)))))
+        self.handle.join().unwrap_or_else(|p| {
+            Err(XferError::Internal(format!(
+                "the transfer engine panicked: {}",
+                panic_message(&*p)
+            )))
+        })
     }
 }
 
@@ -309,8 +347,13 @@ impl Transfer {
 /// the local `.part` file), not with `resume` (a piece keeps no restart journal), and not for
 /// memory-to-memory runs.
 fn piece_size(route: &Route, opts: &Options, jobs: &[Job]) -> Option<u64> {
-    let mem = jobs.iter().any(|j| j.src == crate::worker::DEV_ZERO || j.dst == crate::worker::DEV_NULL);
-    let ok = matches!(route, Route::Download(_)) && opts.transport == Transport::Tcp && !opts.resume && !mem;
+    let mem = jobs
+        .iter()
+        .any(|j| j.src == crate::worker::DEV_ZERO || j.dst == crate::worker::DEV_NULL);
+    let ok = matches!(route, Route::Download(_))
+        && opts.transport == Transport::Tcp
+        && !opts.resume
+        && !mem;
     opts.piece.filter(|&n| ok && n > 0)
 }
 
@@ -330,7 +373,13 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         for (i, slot) in slots.iter_mut().enumerate() {
             if slot.as_ref().is_some_and(|h| h.is_finished()) {
                 if let Some(Err(panic)) = slot.take().map(JoinHandle::join) {
-                    fail(&shared, XferError::Internal(format!("session {i} panicked: {}", panic_message(&*panic))));
+                    fail(
+                        &shared,
+                        XferError::Internal(format!(
+                            "session {i} panicked: {}",
+                            panic_message(&*panic)
+                        )),
+                    );
                 }
             }
             if slot.is_none() && i < target && pending && !shared.stop.load(Ordering::Relaxed) {
@@ -338,12 +387,19 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
                 *slot = Some(std::thread::spawn(move || worker(s, i)));
             }
         }
-        shared.channels.store(slots.iter().filter(|s| s.is_some()).count() as u32, Ordering::Relaxed);
+        shared.channels.store(
+            slots.iter().filter(|s| s.is_some()).count() as u32,
+            Ordering::Relaxed,
+        );
         let now = Instant::now();
         if now >= next_sample {
             let b = total_bytes(&shared);
             let dt = now.duration_since(last_t).as_secs_f64();
-            let s = Sample { t_s: now.duration_since(start).as_secs_f64(), bytes: b.saturating_sub(last_bytes), bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt };
+            let s = Sample {
+                t_s: now.duration_since(start).as_secs_f64(),
+                bytes: b.saturating_sub(last_bytes),
+                bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt,
+            };
             if tracing_sessions() {
                 trace_sessions(&shared, &slots, &s, target);
             }
@@ -361,33 +417,55 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         if all_idle && (!pending || shared.stop.load(Ordering::Relaxed)) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(5).min(next_sample.saturating_duration_since(Instant::now())));
+        std::thread::sleep(
+            Duration::from_millis(5).min(next_sample.saturating_duration_since(Instant::now())),
+        );
     }
     let end = Instant::now();
     let b = total_bytes(&shared);
     if b > last_bytes {
         let dt = end.duration_since(last_t).as_secs_f64().max(1e-6);
-        let s = Sample { t_s: end.duration_since(start).as_secs_f64(), bytes: b.saturating_sub(last_bytes), bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt };
+        let s = Sample {
+            t_s: end.duration_since(start).as_secs_f64(),
+            bytes: b.saturating_sub(last_bytes),
+            bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt,
+        };
         let _ = tx.send(s.clone());
         samples.push(s);
     }
     save_journals(&shared);
-    let error = shared.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let error = shared
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
     let ledger = shared.ledger.lock().unwrap_or_else(|p| p.into_inner());
     match error {
         // A failure of the engine itself says which files it cost; any other failure already
         // names its file, host or cause.
         Some(XferError::Internal(cause)) => {
-            return Err(XferError::NotMoved { planned: ledger.planned(), missing: ledger.missing(), cause: Some(cause) })
+            return Err(XferError::NotMoved {
+                planned: ledger.planned(),
+                missing: ledger.missing(),
+                cause: Some(cause),
+            })
         }
         Some(e) => return Err(e),
         None if !ledger.balances() => {
-            return Err(XferError::NotMoved { planned: ledger.planned(), missing: ledger.missing(), cause: None })
+            return Err(XferError::NotMoved {
+                planned: ledger.planned(),
+                missing: ledger.missing(),
+                cause: None,
+            })
         }
         None => {}
     }
     drop(ledger);
-    let clusters = shared.queue.lock().map(|q| q.clusters().to_vec()).unwrap_or_default();
+    let clusters = shared
+        .queue
+        .lock()
+        .map(|q| q.clusters().to_vec())
+        .unwrap_or_default();
     Ok(Summary {
         clusters,
         pieces: shared.pieces_landed.load(Ordering::Relaxed),
@@ -396,7 +474,11 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
         duration_s: end.duration_since(start).as_secs_f64(),
         verified: shared.verified.load(Ordering::Relaxed),
         retransferred: shared.retransferred.load(Ordering::Relaxed),
-        checksum: shared.alg.lock().ok().and_then(|a| a.map(|a| a.name().to_string())),
+        checksum: shared
+            .alg
+            .lock()
+            .ok()
+            .and_then(|a| a.map(|a| a.name().to_string())),
         samples,
     })
 }
@@ -407,7 +489,10 @@ fn queued(shared: &Shared) -> bool {
     match shared.queue.lock() {
         Ok(q) => !q.is_empty(),
         Err(_) => {
-            fail(shared, XferError::Internal("a session panicked while holding the file queue".into()));
+            fail(
+                shared,
+                XferError::Internal("a session panicked while holding the file queue".into()),
+            );
             false
         }
     }
@@ -415,7 +500,10 @@ fn queued(shared: &Shared) -> bool {
 
 /// The text of a panic's payload.
 fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
-    p.downcast_ref::<&str>().copied().or_else(|| p.downcast_ref::<String>().map(String::as_str)).unwrap_or("no message")
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 /// Arms the fail points named in `FAILPOINTS` (`name=actions;…`, the `fail` crate's syntax),
@@ -424,7 +512,11 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
 fn failpoints_from_env() {
     static ARMED: std::sync::Once = std::sync::Once::new();
     ARMED.call_once(|| {
-        for (name, actions) in std::env::var("FAILPOINTS").unwrap_or_default().split(';').filter_map(|kv| kv.split_once('=')) {
+        for (name, actions) in std::env::var("FAILPOINTS")
+            .unwrap_or_default()
+            .split(';')
+            .filter_map(|kv| kv.split_once('='))
+        {
             if let Err(e) = fail::cfg(name.trim(), actions.trim()) {
                 tracing::warn!(name, error = %e, "fail point not armed");
             }
@@ -437,7 +529,9 @@ fn failpoints_from_env() {
 /// between counted twice and the next sample's difference wrapped.
 fn total_bytes(shared: &Shared) -> u64 {
     match shared.inflight.lock() {
-        Ok(m) => shared.bytes.load(Ordering::Relaxed) + m.values().map(|(p, _)| p.bytes()).sum::<u64>(),
+        Ok(m) => {
+            shared.bytes.load(Ordering::Relaxed) + m.values().map(|(p, _)| p.bytes()).sum::<u64>()
+        }
         Err(_) => shared.bytes.load(Ordering::Relaxed),
     }
 }
@@ -486,7 +580,12 @@ fn take_batch(shared: &Shared, idx: usize) -> Option<Batch> {
         b
     };
     if let (Some(b), true) = (&b, tracing_sessions()) {
-        let t = BatchTrace { taken: Instant::now(), files: b.jobs.len(), bytes: b.jobs.iter().map(|(j, _)| j.size).sum(), piece: b.jobs.iter().any(|(j, _)| j.piece.is_some()) };
+        let t = BatchTrace {
+            taken: Instant::now(),
+            files: b.jobs.len(),
+            bytes: b.jobs.iter().map(|(j, _)| j.size).sum(),
+            piece: b.jobs.iter().any(|(j, _)| j.piece.is_some()),
+        };
         if let Ok(mut m) = shared.batches.lock() {
             m.insert(idx, t);
         }
@@ -506,7 +605,10 @@ fn worker(shared: Arc<Shared>, idx: usize) {
 }
 
 fn shared_view(s: &Arc<Shared>) -> Ctx<'_> {
-    Ctx { s, batch: Cell::new((s.opts.pipeline.max(1), 0)) }
+    Ctx {
+        s,
+        batch: Cell::new((s.opts.pipeline.max(1), 0)),
+    }
 }
 
 /// What a worker sees of the engine.
@@ -541,8 +643,19 @@ impl Ctx<'_> {
     }
     /// The file at `dst` arrived (and matched its source's checksum, if `verified`).
     pub(crate) fn file_done(&self, dst: &str, verified: bool) {
-        if !self.s.ledger.lock().unwrap_or_else(|p| p.into_inner()).arrived(dst) {
-            fail(self.s, XferError::Internal(format!("{dst} arrived but was not planned, or arrived twice")));
+        if !self
+            .s
+            .ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .arrived(dst)
+        {
+            fail(
+                self.s,
+                XferError::Internal(format!(
+                    "{dst} arrived but was not planned, or arrived twice"
+                )),
+            );
         }
         self.s.files.fetch_add(1, Ordering::Relaxed);
         if verified {
@@ -583,7 +696,9 @@ impl Ctx<'_> {
     /// Marks one piece of the file at `dst` landed; true when it was the file's last.
     pub(crate) fn piece_done(&self, dst: &str) -> bool {
         self.s.pieces_landed.fetch_add(1, Ordering::Relaxed);
-        let Ok(mut m) = self.s.pieces.lock() else { return false };
+        let Ok(mut m) = self.s.pieces.lock() else {
+            return false;
+        };
         match m.get_mut(dst) {
             Some(left) if *left > 1 => {
                 *left -= 1;
@@ -623,14 +738,22 @@ impl Ctx<'_> {
 }
 
 /// Picks the verification algorithm for a peer.
-pub(crate) fn choose_alg(opts: &Options, f: &crate::control::Features) -> Result<Option<Algorithm>, XferError> {
+pub(crate) fn choose_alg(
+    opts: &Options,
+    f: &crate::control::Features,
+) -> Result<Option<Algorithm>, XferError> {
     if !opts.verify {
         return Ok(None);
     }
     if let Some(a) = opts.checksum {
         return Ok(Some(a));
     }
-    for a in [Algorithm::Xxh128, Algorithm::Md5, Algorithm::Adler32, Algorithm::Crc32c] {
+    for a in [
+        Algorithm::Xxh128,
+        Algorithm::Md5,
+        Algorithm::Adler32,
+        Algorithm::Crc32c,
+    ] {
         if f.has_cksm(a.name()) {
             return Ok(Some(a));
         }

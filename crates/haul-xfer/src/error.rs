@@ -137,7 +137,12 @@ fn not_moved(planned: usize, missing: &[String], cause: Option<&str>) -> String 
         m += &format!(" ({c})");
     }
     m += ": ";
-    m += &missing.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join(", ");
+    m += &missing
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
     if missing.len() > SHOWN {
         m += &format!(" and {} more", missing.len() - SHOWN);
     }
@@ -147,7 +152,10 @@ fn not_moved(planned: usize, missing: &[String], cause: Option<&str>) -> String 
 impl XferError {
     /// An IO error on `what`.
     pub fn io(what: &str, source: std::io::Error) -> XferError {
-        XferError::Io { what: what.to_string(), error: source }
+        XferError::Io {
+            what: what.to_string(),
+            error: source,
+        }
     }
 
     /// A refusal built from a server reply, classified by code and text.
@@ -155,15 +163,30 @@ impl XferError {
         let text = r.text().to_ascii_lowercase();
         let kind = if r.code == 530 {
             ErrorKind::AuthenticationFailed
-        } else if text.contains("no such file") || text.contains("not found") || text.contains("does not exist") {
+        } else if text.contains("no such file")
+            || text.contains("not found")
+            || text.contains("does not exist")
+        {
             ErrorKind::NoSuchPath
-        } else if text.contains("permission denied") || text.contains("outside the served root") || text.contains("read-only") {
+        } else if text.contains("permission denied")
+            || text.contains("outside the served root")
+            || text.contains("read-only")
+        {
             ErrorKind::PermissionDenied
         } else {
             ErrorKind::Other
         };
-        let command = if matches!(cmd, Command::Pass(_)) { "PASS ****".to_string() } else { cmd.to_string() };
-        XferError::Refused { host: host.to_string(), command, reply: r.to_string(), kind }
+        let command = if matches!(cmd, Command::Pass(_)) {
+            "PASS ****".to_string()
+        } else {
+            cmd.to_string()
+        };
+        XferError::Refused {
+            host: host.to_string(),
+            command,
+            reply: r.to_string(),
+            kind,
+        }
     }
 
     /// The broad cause.

@@ -48,7 +48,10 @@ impl Ledger {
 
     /// Destinations still owed, in order, each as often as it is owed.
     pub fn missing(&self) -> Vec<String> {
-        self.owed.iter().flat_map(|(d, &n)| std::iter::repeat_n(d.clone(), n as usize)).collect()
+        self.owed
+            .iter()
+            .flat_map(|(d, &n)| std::iter::repeat_n(d.clone(), n as usize))
+            .collect()
     }
 
     /// True when every file planned arrived.

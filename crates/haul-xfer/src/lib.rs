@@ -19,9 +19,9 @@ pub mod walk;
 mod worker;
 
 pub use engine::{Options, Route, Summary, Transfer, Transport};
-pub use path::PathEstimate;
-pub use session::PasvAddress;
-pub use schedule::{ClusterInfo, Clustering};
 pub use error::{ErrorKind, XferError};
+pub use path::PathEstimate;
+pub use schedule::{ClusterInfo, Clustering};
+pub use session::PasvAddress;
 pub use url::{Endpoint, RemoteUrl};
 pub use worker::{DEV_NULL, DEV_ZERO};

@@ -24,7 +24,12 @@ pub fn parse_mlsx_line(line: &str) -> Option<Entry> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return None;
     }
-    Some(Entry { name: name.to_string(), is_dir: facts.is_dir, size: facts.size, unique: facts.unique })
+    Some(Entry {
+        name: name.to_string(),
+        is_dir: facts.is_dir,
+        size: facts.size,
+        unique: facts.unique,
+    })
 }
 
 /// Parses the facts of an MLST reply line (the name may be a full path): (name, is_dir, size).
@@ -32,7 +37,11 @@ pub fn parse_mlsx_line(line: &str) -> Option<Entry> {
 pub fn parse_mlst(line: &str) -> Option<(bool, u64)> {
     let line = line.trim_start();
     let (facts, _) = line.split_once(' ')?;
-    let kind = facts.split(';').find_map(|f| f.split_once('=').filter(|(k, _)| k.eq_ignore_ascii_case("type")).map(|(_, v)| v.to_ascii_lowercase()))?;
+    let kind = facts.split(';').find_map(|f| {
+        f.split_once('=')
+            .filter(|(k, _)| k.eq_ignore_ascii_case("type"))
+            .map(|(_, v)| v.to_ascii_lowercase())
+    })?;
     if kind == "cdir" {
         return Some((true, 0));
     }
@@ -66,12 +75,22 @@ fn parse_facts(line: &str) -> Option<(&str, Facts)> {
         "dir" => true,
         _ => return None,
     };
-    Some((name, Facts { is_dir, size: if is_dir { 0 } else { size }, unique }))
+    Some((
+        name,
+        Facts {
+            is_dir,
+            size: if is_dir { 0 } else { size },
+            unique,
+        },
+    ))
 }
 
 /// Parses an MLSD body.
 pub fn parse_mlsd(body: &[u8]) -> Vec<Entry> {
-    String::from_utf8_lossy(body).lines().filter_map(parse_mlsx_line).collect()
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(parse_mlsx_line)
+        .collect()
 }
 
 /// A sink that collects a listing in memory.
@@ -87,10 +106,16 @@ impl VecSink {
 
 impl Sink for VecSink {
     fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        let mut v = self.0.lock().map_err(|_| std::io::Error::other("listing buffer poisoned"))?;
+        let mut v = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("listing buffer poisoned"))?;
         let end = offset as usize + buf.len();
         if end > 64 << 20 {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "listing larger than 64 MiB"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "listing larger than 64 MiB",
+            ));
         }
         if v.len() < end {
             v.resize(end, 0);
@@ -111,12 +136,25 @@ mod tests {
         assert_eq!(
             e,
             vec![
-                Entry { name: "a1".into(), is_dir: false, size: 300000, unique: None },
-                Entry { name: "sub dir".into(), is_dir: true, size: 0, unique: Some("fd00-2a".into()) }
+                Entry {
+                    name: "a1".into(),
+                    is_dir: false,
+                    size: 300000,
+                    unique: None
+                },
+                Entry {
+                    name: "sub dir".into(),
+                    is_dir: true,
+                    size: 0,
+                    unique: Some("fd00-2a".into())
+                }
             ]
         );
         assert_eq!(parse_mlsx_line("Type=file;Size=1; ../x"), None);
-        assert_eq!(parse_mlst(" Type=file;Size=7;Perm=r; /a/b"), Some((false, 7)));
+        assert_eq!(
+            parse_mlst(" Type=file;Size=7;Perm=r; /a/b"),
+            Some((false, 7))
+        );
         assert_eq!(parse_mlst(" Type=cdir;Size=4096; /a"), Some((true, 0)));
     }
 

@@ -40,7 +40,12 @@ impl PathEstimate {
 
     /// The estimate for `url`: RTT from NOOPs on a fresh control connection, the user's
     /// bandwidth or [`PRIOR_BANDWIDTH_BPS`], and `buffer` or the kernel's limit.
-    pub fn measure(url: &RemoteUrl, tls: Option<&ClientTls>, bandwidth_bps: Option<f64>, buffer: Option<usize>) -> Result<PathEstimate, XferError> {
+    pub fn measure(
+        url: &RemoteUrl,
+        tls: Option<&ClientTls>,
+        bandwidth_bps: Option<f64>,
+        buffer: Option<usize>,
+    ) -> Result<PathEstimate, XferError> {
         let rtt = control_rtt(url, tls)?;
         Ok(PathEstimate {
             rtt_s: rtt.as_secs_f64(),
@@ -68,8 +73,18 @@ pub fn control_rtt(url: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Duration,
 /// and `tcp_wmem` maxima (the sender's and receiver's limits bound a stream alike), or the
 /// Linux default of 4 MiB when /proc cannot be read.
 pub fn kernel_buffer_max() -> f64 {
-    let max_of = |p: &str| -> Option<f64> { std::fs::read_to_string(p).ok()?.split_whitespace().nth(2)?.parse().ok() };
-    match (max_of("/proc/sys/net/ipv4/tcp_rmem"), max_of("/proc/sys/net/ipv4/tcp_wmem")) {
+    let max_of = |p: &str| -> Option<f64> {
+        std::fs::read_to_string(p)
+            .ok()?
+            .split_whitespace()
+            .nth(2)?
+            .parse()
+            .ok()
+    };
+    match (
+        max_of("/proc/sys/net/ipv4/tcp_rmem"),
+        max_of("/proc/sys/net/ipv4/tcp_wmem"),
+    ) {
         (Some(r), Some(w)) => r.min(w),
         (Some(x), None) | (None, Some(x)) => x,
         (None, None) => 4.0 * 1024.0 * 1024.0,
@@ -82,7 +97,12 @@ mod tests {
 
     #[test]
     fn bdp_is_rate_times_rtt_in_bytes() {
-        let p = PathEstimate { rtt_s: 0.040, bandwidth_bps: 1e9, bandwidth_given: true, buffer: 4e6 };
+        let p = PathEstimate {
+            rtt_s: 0.040,
+            bandwidth_bps: 1e9,
+            bandwidth_given: true,
+            buffer: 4e6,
+        };
         assert!((p.bdp() - 5e6).abs() < 1.0);
         let lo = PathEstimate { rtt_s: 20e-6, ..p };
         assert_eq!(lo.bdp(), 2500.0);

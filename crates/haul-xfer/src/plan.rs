@@ -35,7 +35,12 @@ pub struct Piece {
 impl Job {
     /// A whole file.
     pub fn new(src: impl Into<String>, dst: impl Into<String>, size: u64) -> Job {
-        Job { src: src.into(), dst: dst.into(), size, piece: None }
+        Job {
+            src: src.into(),
+            dst: dst.into(),
+            size,
+            piece: None,
+        }
     }
 
     /// The whole file this job is (a piece's file, unsplit).
@@ -52,7 +57,9 @@ impl Job {
 /// between one and two pieces long: no short tail piece pays a command round trip for little.
 pub fn pieces(size: u64, piece: u64) -> Vec<(u64, u64)> {
     let n = piece_count(size, piece);
-    (0..n).map(|i| (i * piece, if i + 1 == n { size - i * piece } else { piece })).collect()
+    (0..n)
+        .map(|i| (i * piece, if i + 1 == n { size - i * piece } else { piece }))
+        .collect()
 }
 
 /// How many pieces [`pieces`] cuts a file into: 0 (it moves whole) or at least 2.
@@ -71,7 +78,12 @@ pub fn split(job: Job, piece: u64) -> Vec<Job> {
     }
     let whole = job.size;
     cut.into_iter()
-        .map(|(offset, size)| Job { src: job.src.clone(), dst: job.dst.clone(), size, piece: Some(Piece { offset, whole }) })
+        .map(|(offset, size)| Job {
+            src: job.src.clone(),
+            dst: job.dst.clone(),
+            size,
+            piece: Some(Piece { offset, whole }),
+        })
         .collect()
 }
 
@@ -126,7 +138,10 @@ fn local_dir(dir: &Path, mkdir: bool) -> Result<(), XferError> {
     if mkdir {
         return std::fs::create_dir_all(dir).map_err(|e| XferError::io(&name(), e));
     }
-    let e = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory (--mkdir creates missing parents)");
+    let e = std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        "no such directory (--mkdir creates missing parents)",
+    );
     Err(XferError::io(&name(), e))
 }
 
@@ -144,7 +159,11 @@ fn remote_parents(sess: &mut Session, path: &str) -> Result<(), XferError> {
 }
 
 /// Plans `cp SRC DST`: the route and the files, creating destination directories on the way.
-pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) -> Result<(crate::Route, Vec<Job>), XferError> {
+pub fn plan(
+    src: &crate::Endpoint,
+    dst: &crate::Endpoint,
+    opts: &PlanOptions,
+) -> Result<(crate::Route, Vec<Job>), XferError> {
     use crate::{Endpoint, Route, DEV_ZERO};
     let (recursive, len) = (opts.recursive, opts.len);
     let open = |url| {
@@ -154,16 +173,20 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
         }
         Ok::<_, XferError>(s)
     };
-    let zero_len = || len.ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()));
+    let zero_len =
+        || len.ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()));
     match (src, dst) {
-        (Endpoint::Local(_), Endpoint::Local(_)) => {
-            Err(XferError::Usage("both SRC and DST are local; one side must be ftp:// or haul://".into()))
-        }
+        (Endpoint::Local(_), Endpoint::Local(_)) => Err(XferError::Usage(
+            "both SRC and DST are local; one side must be ftp:// or haul://".into(),
+        )),
         (Endpoint::Remote(s), Endpoint::Local(d)) => {
             let d_str = d.display().to_string();
             if s.path == DEV_ZERO {
                 local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
-                return Ok((Route::Download(s.clone()), vec![Job::new(s.path.clone(), d_str, zero_len()?)]));
+                return Ok((
+                    Route::Download(s.clone()),
+                    vec![Job::new(s.path.clone(), d_str, zero_len()?)],
+                ));
             }
             let mut sess = open(s)?;
             let (is_dir, size) = sess.stat(&s.path)?;
@@ -174,9 +197,19 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
                 local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
                 for p in std::iter::once(d.clone()).chain(tree.dirs.iter().map(|dir| d.join(dir))) {
-                    std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
+                    std::fs::create_dir_all(&p)
+                        .map_err(|e| XferError::io(&p.display().to_string(), e))?;
                 }
-                tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), d.join(rel).display().to_string(), size)).collect()
+                tree.files
+                    .into_iter()
+                    .map(|(rel, size)| {
+                        Job::new(
+                            rjoin(&s.path, &rel),
+                            d.join(rel).display().to_string(),
+                            size,
+                        )
+                    })
+                    .collect()
             } else {
                 let to = single_dst(&s.path, &d_str, d.is_dir());
                 local_dir(Path::new(&to).parent().unwrap_or(Path::new("")), opts.mkdir)?;
@@ -188,7 +221,10 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
         (Endpoint::Local(sp), Endpoint::Remote(d)) => {
             let s_str = sp.display().to_string();
             if s_str == DEV_ZERO {
-                return Ok((Route::Upload(d.clone()), vec![Job::new(s_str, d.path.clone(), zero_len()?)]));
+                return Ok((
+                    Route::Upload(d.clone()),
+                    vec![Job::new(s_str, d.path.clone(), zero_len()?)],
+                ));
             }
             let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
             let mut sess = open(d)?;
@@ -206,7 +242,13 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 }
                 tree.files
                     .into_iter()
-                    .map(|(rel, size)| Job::new(sp.join(&rel).display().to_string(), rjoin(&d.path, &rel.to_string_lossy()), size))
+                    .map(|(rel, size)| {
+                        Job::new(
+                            sp.join(&rel).display().to_string(),
+                            rjoin(&d.path, &rel.to_string_lossy()),
+                            size,
+                        )
+                    })
                     .collect()
             } else {
                 let dst_is_dir = sess.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
@@ -221,7 +263,10 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
         }
         (Endpoint::Remote(s), Endpoint::Remote(d)) => {
             if s.path == DEV_ZERO {
-                return Ok((Route::ThirdParty(s.clone(), d.clone()), vec![Job::new(s.path.clone(), d.path.clone(), zero_len()?)]));
+                return Ok((
+                    Route::ThirdParty(s.clone(), d.clone()),
+                    vec![Job::new(s.path.clone(), d.path.clone(), zero_len()?)],
+                ));
             }
             let mut ss = open(s)?;
             let mut ds = open(d)?;
@@ -238,7 +283,10 @@ pub fn plan(src: &crate::Endpoint, dst: &crate::Endpoint, opts: &PlanOptions) ->
                 for dir in tree.dirs {
                     ds.mkdir(&rjoin(&d.path, &dir))?;
                 }
-                tree.files.into_iter().map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size)).collect()
+                tree.files
+                    .into_iter()
+                    .map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size))
+                    .collect()
             } else {
                 let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
                 let to = single_dst(&s.path, &d.path, dst_is_dir);
@@ -274,10 +322,20 @@ mod tests {
         assert_eq!(pieces(399, 100), [(0, 100), (100, 100), (200, 199)]);
         let parts = split(Job::new("s", "d", 250), 100);
         assert_eq!(parts.len(), 2);
-        assert_eq!(parts[1].piece, Some(Piece { offset: 100, whole: 250 }));
+        assert_eq!(
+            parts[1].piece,
+            Some(Piece {
+                offset: 100,
+                whole: 250
+            })
+        );
         assert_eq!(parts[1].size, 150);
         assert_eq!(parts[1].whole(), Job::new("s", "d", 250));
-        assert_eq!(split(parts[0].clone(), 10), vec![parts[0].clone()], "a piece is not cut again");
+        assert_eq!(
+            split(parts[0].clone(), 10),
+            vec![parts[0].clone()],
+            "a piece is not cut again"
+        );
     }
 
     proptest::proptest! {

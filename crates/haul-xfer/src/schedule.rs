@@ -87,7 +87,10 @@ struct Lane {
 
 impl Lane {
     fn remaining(&self) -> u64 {
-        self.jobs.iter().map(|(j, _)| j.size).fold(0, u64::saturating_add)
+        self.jobs
+            .iter()
+            .map(|(j, _)| j.size)
+            .fold(0, u64::saturating_add)
     }
 }
 
@@ -123,12 +126,26 @@ impl Queues {
             pipeline: pipeline.clamp(1, u32::MAX as usize) as u32,
             parallelism: 0,
         };
-        Queues { lanes: vec![lane], clustering: None, alloc: None, channels: 0, slot_lane: Vec::new(), info: Vec::new(), piece }
+        Queues {
+            lanes: vec![lane],
+            clustering: None,
+            alloc: None,
+            channels: 0,
+            slot_lane: Vec::new(),
+            info: Vec::new(),
+            piece,
+        }
     }
 
     /// Clusters `jobs` by `c`, or one queue with `pipeline` if the estimate is unusable.
     /// Files are clustered by their whole size, then cut into pieces as in [`Queues::single`].
-    pub fn clustered(jobs: Vec<Job>, c: Clustering, channels: u32, pipeline: usize, piece: Option<u64>) -> Queues {
+    pub fn clustered(
+        jobs: Vec<Job>,
+        c: Clustering,
+        channels: u32,
+        pipeline: usize,
+        piece: Option<u64>,
+    ) -> Queues {
         let mut q = Queues::single(Vec::new(), pipeline, piece);
         q.clustering = Some(c);
         q.channels = channels.max(1);
@@ -143,7 +160,10 @@ impl Queues {
 
     /// The current channel shares per cluster, in MC order.
     pub fn shares(&self) -> Vec<(FileClass, u32)> {
-        self.alloc.as_ref().map(Allocation::shares).unwrap_or_default()
+        self.alloc
+            .as_ref()
+            .map(Allocation::shares)
+            .unwrap_or_default()
     }
 
     fn partition(&mut self, jobs: Vec<Job>) {
@@ -171,8 +191,15 @@ impl Queues {
                 tracing::warn!("clustering off: {e}");
                 self.clustering = None;
                 let p = self.lanes.first().map_or(1, |l| l.pipeline);
-                let jobs = cut(files.into_iter().flatten(), self.piece).map(|j| (j, 0)).collect();
-                self.lanes = vec![Lane { class: None, jobs, pipeline: p, parallelism: 0 }];
+                let jobs = cut(files.into_iter().flatten(), self.piece)
+                    .map(|j| (j, 0))
+                    .collect();
+                self.lanes = vec![Lane {
+                    class: None,
+                    jobs,
+                    pipeline: p,
+                    parallelism: 0,
+                }];
                 return;
             }
         };
@@ -181,19 +208,42 @@ impl Queues {
         let mut lanes = Vec::new();
         let mut info = Vec::new();
         for class in cluster::MC_ORDER {
-            let Some(k) = clusters.iter().find(|k| k.class == class) else { continue };
-            let floor = if k.avg_size() < PIPELINE_FLOOR_BELOW { MIN_PIPELINE } else { 1 };
+            let Some(k) = clusters.iter().find(|k| k.class == class) else {
+                continue;
+            };
+            let floor = if k.avg_size() < PIPELINE_FLOOR_BELOW {
+                MIN_PIPELINE
+            } else {
+                1
+            };
             let pipeline = k.params.pipelining.clamp(floor, MAX_PIPELINE);
             let parallelism = k.params.parallelism.clamp(1, MAX_PARALLELISM);
-            info.push(ClusterInfo { class, files: k.files.len(), bytes: k.bytes, pipelining: pipeline, parallelism });
+            info.push(ClusterInfo {
+                class,
+                files: k.files.len(),
+                bytes: k.bytes,
+                pipelining: pipeline,
+                parallelism,
+            });
             let mut mine: Vec<Vec<Job>> = k.files.iter().filter_map(|&i| slots[i].take()).collect();
             // Largest first (LPT): the last file to start is a lane's smallest, so the
             // transfer does not end on one big file crawling alone on one channel.
             mine.sort_by_key(|f| std::cmp::Reverse(whole(f)));
-            let jobs = cut(mine.into_iter().flatten(), self.piece).map(|j| (j, 0)).collect();
-            lanes.push(Lane { class: Some(class), jobs, pipeline, parallelism });
+            let jobs = cut(mine.into_iter().flatten(), self.piece)
+                .map(|j| (j, 0))
+                .collect();
+            lanes.push(Lane {
+                class: Some(class),
+                jobs,
+                pipeline,
+                parallelism,
+            });
         }
-        tracing::info!(bdp = c.path.bdp(), rtt_s = c.path.rtt_s, "clusters: {info:?}");
+        tracing::info!(
+            bdp = c.path.bdp(),
+            rtt_s = c.path.rtt_s,
+            "clusters: {info:?}"
+        );
         self.alloc = Some(Allocation::new(&clusters, self.channels, c.policy));
         self.lanes = lanes;
         self.info = info;
@@ -244,7 +294,11 @@ impl Queues {
                 self.rebuild();
             }
         }
-        let own = self.slot_lane.get(slot).copied().filter(|&i| !self.lanes[i].jobs.is_empty());
+        let own = self
+            .slot_lane
+            .get(slot)
+            .copied()
+            .filter(|&i| !self.lanes[i].jobs.is_empty());
         let i = own.or_else(|| self.lanes.iter().position(|l| !l.jobs.is_empty()))?;
         let split = self.cut_front(i, channels);
         let lane = &mut self.lanes[i];
@@ -252,9 +306,19 @@ impl Queues {
         // batch is what one channel takes. Whole files stop a batch before the next piece.
         let n = match lane.jobs.front() {
             Some((j, _)) if j.piece.is_some() => 1,
-            _ => lane.jobs.iter().take(lane.pipeline as usize).take_while(|(j, _)| j.piece.is_none()).count(),
+            _ => lane
+                .jobs
+                .iter()
+                .take(lane.pipeline as usize)
+                .take_while(|(j, _)| j.piece.is_none())
+                .count(),
         };
-        Some(Batch { jobs: lane.jobs.drain(..n).collect(), pipeline: lane.pipeline as usize, parallelism: lane.parallelism, split })
+        Some(Batch {
+            jobs: lane.jobs.drain(..n).collect(),
+            pipeline: lane.pipeline as usize,
+            parallelism: lane.parallelism,
+            split,
+        })
     }
 
     /// The end-of-transfer cut (factoring: Hummel, Schonberg and Flynn, CACM 35(8), 1992): with
@@ -280,9 +344,19 @@ impl Queues {
         // A file's last planned piece takes the remainder (one to two pieces); it goes out in
         // halves, so no piece started mid-transfer is longer than one piece: a 130 MB one
         // crawled alone at 70 Mb/s for 15 s after every other channel had finished.
-        let cap = if front.piece.is_some() && size > piece { up(size.div_ceil(2)) } else { size };
-        let waiting = self.lanes.iter().map(Lane::remaining).fold(0, u64::saturating_add);
-        let chunk = up(waiting.div_ceil(2 * u64::from(channels.max(1)))).min(cap).max(min);
+        let cap = if front.piece.is_some() && size > piece {
+            up(size.div_ceil(2))
+        } else {
+            size
+        };
+        let waiting = self
+            .lanes
+            .iter()
+            .map(Lane::remaining)
+            .fold(0, u64::saturating_add);
+        let chunk = up(waiting.div_ceil(2 * u64::from(channels.max(1))))
+            .min(cap)
+            .max(min);
         // The rest must be worth its own round trip: at least the floor and half a share.
         if chunk >= size || size - chunk < min.max(chunk / 2) {
             return None;
@@ -292,8 +366,19 @@ impl Queues {
             Some(p) => (p.offset, p.whole, 1),
             None => (0, job.size, 2),
         };
-        let head = Job { size: chunk, piece: Some(Piece { offset, whole }), ..job.clone() };
-        let rest = Job { size: job.size - chunk, piece: Some(Piece { offset: offset + chunk, whole }), ..job };
+        let head = Job {
+            size: chunk,
+            piece: Some(Piece { offset, whole }),
+            ..job.clone()
+        };
+        let rest = Job {
+            size: job.size - chunk,
+            piece: Some(Piece {
+                offset: offset + chunk,
+                whole,
+            }),
+            ..job
+        };
         let dst = head.dst.clone();
         let lane = &mut self.lanes[i].jobs;
         lane.push_front((rest, tries));
@@ -314,12 +399,19 @@ impl Queues {
 
     fn lane_of(&mut self, job: &Job) -> &mut VecDeque<(Job, u32)> {
         let whole = job.piece.map_or(job.size, |p| p.whole);
-        let class = self.clustering.map(|c| c.cutoffs.classify(whole, c.path.bdp()));
+        let class = self
+            .clustering
+            .map(|c| c.cutoffs.classify(whole, c.path.bdp()));
         let i = match self.lanes.iter().position(|l| l.class == class) {
             Some(i) => i,
             None if !self.lanes.is_empty() => 0,
             None => {
-                self.lanes.push(Lane { class, jobs: VecDeque::new(), pipeline: 1, parallelism: 0 });
+                self.lanes.push(Lane {
+                    class,
+                    jobs: VecDeque::new(),
+                    pipeline: 1,
+                    parallelism: 0,
+                });
                 0
             }
         };
@@ -331,7 +423,9 @@ impl Queues {
     /// link). If the user gave no bandwidth and the BDP grows by more than 2×, the files still
     /// waiting are clustered again. Returns true if they were.
     pub fn set_bandwidth(&mut self, bps: f64) -> bool {
-        let Some(mut c) = self.clustering else { return false };
+        let Some(mut c) = self.clustering else {
+            return false;
+        };
         if c.path.bandwidth_given || !(bps.is_finite() && bps > c.path.bandwidth_bps) {
             return false;
         }
@@ -342,7 +436,12 @@ impl Queues {
             return false;
         }
         self.clustering = Some(c);
-        let jobs: Vec<Job> = self.lanes.iter_mut().flat_map(|l| l.jobs.drain(..)).map(|(j, _)| j).collect();
+        let jobs: Vec<Job> = self
+            .lanes
+            .iter_mut()
+            .flat_map(|l| l.jobs.drain(..))
+            .map(|(j, _)| j)
+            .collect();
         self.partition(jobs);
         true
     }
@@ -358,12 +457,23 @@ mod tests {
 
     /// 1 Gb/s, 40 ms: BDP 5 MB; default cut-offs 0.5 MB / 5 MB / 100 MB.
     fn clustering(policy: Policy) -> Clustering {
-        let path = PathEstimate { rtt_s: 0.040, bandwidth_bps: 1e9, bandwidth_given: false, buffer: 4e6 };
-        Clustering { path, cutoffs: Cutoffs::default(), policy }
+        let path = PathEstimate {
+            rtt_s: 0.040,
+            bandwidth_bps: 1e9,
+            bandwidth_given: false,
+            buffer: 4e6,
+        };
+        Clustering {
+            path,
+            cutoffs: Cutoffs::default(),
+            policy,
+        }
     }
 
     fn mixed() -> Vec<Job> {
-        let mut v: Vec<Job> = (0..100).map(|i| job(i, 100_000 + 9_000 * i as u64)).collect();
+        let mut v: Vec<Job> = (0..100)
+            .map(|i| job(i, 100_000 + 9_000 * i as u64))
+            .collect();
         v.extend((0..4).map(|i| job(1000 + i, 200_000_000)));
         v
     }
@@ -372,14 +482,21 @@ mod tests {
     fn clusters_get_the_thesis_heuristic() {
         let q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, None);
         let classes: Vec<FileClass> = q.clusters().iter().map(|c| c.class).collect();
-        assert_eq!(classes, vec![FileClass::Huge, FileClass::Small, FileClass::Middle]);
+        assert_eq!(
+            classes,
+            vec![FileClass::Huge, FileClass::Small, FileClass::Middle]
+        );
         let small = &q.clusters()[1];
         // pp = BDP / avg small size, rounded.
         let avg = small.bytes as f64 / small.files as f64;
         assert_eq!(small.pipelining, (5e6 / avg).round() as u32);
         assert_eq!(small.parallelism, 1);
         let huge = &q.clusters()[0];
-        assert_eq!((huge.pipelining, huge.parallelism), (1, 2), "⌈5 MB / 4 MB⌉ = 2 streams; big files one at a time");
+        assert_eq!(
+            (huge.pipelining, huge.parallelism),
+            (1, 2),
+            "⌈5 MB / 4 MB⌉ = 2 streams; big files one at a time"
+        );
         assert_eq!(q.len(), 104);
     }
 
@@ -387,15 +504,29 @@ mod tests {
     fn slots_follow_the_round_robin_shares_then_steal() {
         let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8, None);
         // MC order Huge, Small, Large, Middle over the present clusters: one channel each.
-        assert_eq!(q.shares(), vec![(FileClass::Huge, 1), (FileClass::Small, 1), (FileClass::Middle, 1)]);
+        assert_eq!(
+            q.shares(),
+            vec![
+                (FileClass::Huge, 1),
+                (FileClass::Small, 1),
+                (FileClass::Middle, 1)
+            ]
+        );
         let b = q.take(0, 3).unwrap();
         assert!(b.jobs.iter().all(|(j, _)| j.size == 200_000_000));
         assert_eq!(b.jobs.len(), 1);
         let b = q.take(1, 3).unwrap();
         assert!(b.jobs.iter().all(|(j, _)| j.size < 500_000));
         // Drain the Huge lane: slot 0 must then get other work, and its channel moves.
-        while q.take(0, 3).is_some_and(|b| b.jobs[0].0.size == 200_000_000) {}
-        assert!(q.shares().iter().all(|s| s.0 != FileClass::Huge), "{:?}", q.shares());
+        while q
+            .take(0, 3)
+            .is_some_and(|b| b.jobs[0].0.size == 200_000_000)
+        {}
+        assert!(
+            q.shares().iter().all(|s| s.0 != FileClass::Huge),
+            "{:?}",
+            q.shares()
+        );
         let mut n = 0;
         while q.take(2, 3).is_some() {
             n += 1;
@@ -415,7 +546,11 @@ mod tests {
         while let Some(b) = q.take(0, 1) {
             sizes.extend(b.jobs.iter().map(|(j, _)| j.size));
         }
-        let huge: Vec<u64> = sizes.iter().copied().filter(|&s| s >= 200_000_000).collect();
+        let huge: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .filter(|&s| s >= 200_000_000)
+            .collect();
         assert_eq!(huge, [203_000_000, 202_000_000, 201_000_000, 200_000_000]);
         let small: Vec<u64> = sizes.iter().copied().filter(|&s| s < 200_000_000).collect();
         assert_eq!(small, [100_002, 100_001, 100_000]);
@@ -423,9 +558,19 @@ mod tests {
 
     #[test]
     fn big_files_are_clustered_whole_then_handed_out_a_piece_at_a_time() {
-        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 3, 8, Some(60_000_000));
+        let mut q = Queues::clustered(
+            mixed(),
+            clustering(Policy::MultiCluster),
+            3,
+            8,
+            Some(60_000_000),
+        );
         // Clusters count files, not pieces: four 200 MB files are still four Huge files.
-        let huge = q.clusters().iter().find(|c| c.class == FileClass::Huge).unwrap();
+        let huge = q
+            .clusters()
+            .iter()
+            .find(|c| c.class == FileClass::Huge)
+            .unwrap();
         assert_eq!((huge.files, huge.bytes), (4, 800_000_000));
         // 200 MB = 3 pieces of 60 MB (the last takes the rest): 12 pieces + 100 small files.
         assert_eq!(q.len(), 100 + 12);
@@ -434,7 +579,11 @@ mod tests {
         let mut cut = 0;
         while let Some(b) = q.take(seen_pieces % 3, 3) {
             let pieces = b.jobs.iter().filter(|(j, _)| j.piece.is_some()).count();
-            assert!(pieces == 0 || b.jobs.len() == 1, "a piece travels alone: {:?}", b.jobs);
+            assert!(
+                pieces == 0 || b.jobs.len() == 1,
+                "a piece travels alone: {:?}",
+                b.jobs
+            );
             seen_pieces += pieces;
             cut += b.split.map_or(0, |s| s.1);
             for (j, _) in b.jobs {
@@ -444,13 +593,20 @@ mod tests {
         // The last 360 MB are cut into shares for the three channels.
         assert!(cut > 0);
         assert_eq!(seen_pieces, 12 + cut);
-        let sizes: std::collections::HashMap<String, u64> = mixed().into_iter().map(|j| (j.dst, j.size)).collect();
-        assert_eq!(landed, sizes, "every byte of every file is handed out exactly once");
+        let sizes: std::collections::HashMap<String, u64> =
+            mixed().into_iter().map(|j| (j.dst, j.size)).collect();
+        assert_eq!(
+            landed, sizes,
+            "every byte of every file is handed out exactly once"
+        );
     }
 
     /// Takes everything with `channels` channels; returns each file's ranges in the order
     /// handed out and, per file, the pieces the cuts added.
-    type Drained = (Vec<(String, u64, u64)>, std::collections::HashMap<String, usize>);
+    type Drained = (
+        Vec<(String, u64, u64)>,
+        std::collections::HashMap<String, usize>,
+    );
 
     fn drain(q: &mut Queues, channels: u32) -> Drained {
         let mut got = Vec::new();
@@ -480,7 +636,10 @@ mod tests {
         // more), then shares of the rest, down to the 8 MiB floor for the last round: here
         // 64 x 11, 40, 24, 32, 32, 24, 21, 19, 16, 14, 13, 11, 10, then 8 x 8.
         assert_eq!(sizes[..9], [64; 9], "{sizes:?}");
-        assert!(sizes.len() > 15, "the last planned pieces are cut: {sizes:?}");
+        assert!(
+            sizes.len() > 15,
+            "the last planned pieces are cut: {sizes:?}"
+        );
         assert!(sizes.iter().all(|&s| (8..=64).contains(&s)), "{sizes:?}");
         assert_eq!(sizes[sizes.len() - 8..], [8; 8], "{sizes:?}");
         // The ranges tile the file, and the engine's count of pieces stays right: 16 planned,
@@ -506,13 +665,24 @@ mod tests {
         assert_eq!((b.jobs[0].0.size, b.split.is_none()), (64 * MIB, true));
         let b = q.take(0, 4).unwrap();
         assert_eq!(b.jobs.len(), 1);
-        assert_eq!((b.jobs[0].0.size, b.jobs[0].0.piece.map(|p| p.offset)), (48 * MIB, Some(64 * MIB)));
+        assert_eq!(
+            (b.jobs[0].0.size, b.jobs[0].0.piece.map(|p| p.offset)),
+            (48 * MIB, Some(64 * MIB))
+        );
         assert_eq!(b.split, Some(("d0".to_string(), 1)));
         let b = q.take(0, 4).unwrap();
-        assert_eq!((b.jobs[0].0.size, b.jobs[0].0.piece.map(|p| p.offset)), (48 * MIB, Some(112 * MIB)));
+        assert_eq!(
+            (b.jobs[0].0.size, b.jobs[0].0.piece.map(|p| p.offset)),
+            (48 * MIB, Some(112 * MIB))
+        );
         // The whole 10 MiB files that follow are not cut while a gigabyte waits.
         let b = q.take(0, 4).unwrap();
-        assert!(b.split.is_none() && b.jobs.iter().all(|(j, _)| j.piece.is_none() && j.size == 10 * MIB));
+        assert!(
+            b.split.is_none()
+                && b.jobs
+                    .iter()
+                    .all(|(j, _)| j.piece.is_none() && j.size == 10 * MIB)
+        );
     }
 
     #[test]
@@ -522,10 +692,17 @@ mod tests {
         // into 8 MiB shares, the first cut counting two pieces (the file had none).
         let mut q = Queues::single(vec![job(0, 40 * MIB), job(1, MIB)], 8, Some(64 * MIB));
         let (got, added) = drain(&mut q, 4);
-        let f0: Vec<(u64, u64)> = got.iter().filter(|g| g.0 == "d0").map(|g| (g.1 / MIB, g.2 / MIB)).collect();
+        let f0: Vec<(u64, u64)> = got
+            .iter()
+            .filter(|g| g.0 == "d0")
+            .map(|g| (g.1 / MIB, g.2 / MIB))
+            .collect();
         assert_eq!(f0, [(0, 8), (8, 8), (16, 8), (24, 8), (32, 8)]);
         assert_eq!(added["d0"], 5);
-        assert!(!added.contains_key("d1"), "a file under two shares moves whole");
+        assert!(
+            !added.contains_key("d1"),
+            "a file under two shares moves whole"
+        );
         // Without pieces nothing is cut.
         let mut q = Queues::single(vec![job(0, 40 * MIB)], 8, None);
         let (got, added) = drain(&mut q, 4);
@@ -583,11 +760,21 @@ mod tests {
 
     #[test]
     fn reclustering_keeps_pieces_in_their_files_cluster() {
-        let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, Some(60_000_000));
+        let mut q = Queues::clustered(
+            mixed(),
+            clustering(Policy::MultiCluster),
+            4,
+            8,
+            Some(60_000_000),
+        );
         assert!(q.set_bandwidth(10e9), "10x: recluster");
         // BDP 50 MB now: 200 MB files are Large (< 20 BDP), and their pieces go with them,
         // counted as the four files they are.
-        let large = q.clusters().iter().find(|c| c.class == FileClass::Large).expect("a Large cluster");
+        let large = q
+            .clusters()
+            .iter()
+            .find(|c| c.class == FileClass::Large)
+            .expect("a Large cluster");
         assert_eq!((large.files, large.bytes), (4, 800_000_000));
         assert_eq!(q.len(), 100 + 12, "pieces are not cut again");
     }
@@ -595,8 +782,18 @@ mod tests {
     #[test]
     fn promc_gives_more_channels_to_the_bigger_cluster() {
         let q = Queues::clustered(mixed(), clustering(Policy::ProMc), 8, 8, None);
-        let huge = q.shares().iter().find(|s| s.0 == FileClass::Huge).unwrap().1;
-        let small = q.shares().iter().find(|s| s.0 == FileClass::Small).unwrap().1;
+        let huge = q
+            .shares()
+            .iter()
+            .find(|s| s.0 == FileClass::Huge)
+            .unwrap()
+            .1;
+        let small = q
+            .shares()
+            .iter()
+            .find(|s| s.0 == FileClass::Small)
+            .unwrap()
+            .1;
         assert!(huge > small, "{:?}", q.shares());
         assert_eq!(q.shares().iter().map(|s| s.1).sum::<u32>(), 8);
     }
@@ -614,7 +811,10 @@ mod tests {
         let mut q = Queues::clustered(mixed(), clustering(Policy::MultiCluster), 4, 8, None);
         let before = q.clusters().to_vec();
         assert!(!q.set_bandwidth(1.5e9), "within 2x: no change");
-        assert!(!q.set_bandwidth(0.1e9), "a lower throughput is no evidence of a slower link");
+        assert!(
+            !q.set_bandwidth(0.1e9),
+            "a lower throughput is no evidence of a slower link"
+        );
         assert!(q.set_bandwidth(10e9), "10x: recluster");
         assert_ne!(q.clusters(), &before[..]);
         assert_eq!(q.len(), 104);
@@ -640,11 +840,18 @@ mod tests {
 
     #[test]
     fn files_left_untaken_return_to_the_front_in_order() {
-        let small: Vec<Job> = (0..20).map(|i| job(i, 100_000 + 1_000 * i as u64)).collect();
+        let small: Vec<Job> = (0..20)
+            .map(|i| job(i, 100_000 + 1_000 * i as u64))
+            .collect();
         let mut q = Queues::clustered(small, clustering(Policy::MultiCluster), 1, 8, None);
         let before = q.len();
         let b = q.take(0, 1).unwrap();
-        let names = |b: &Batch| b.jobs.iter().map(|(j, _)| j.dst.clone()).collect::<Vec<_>>();
+        let names = |b: &Batch| {
+            b.jobs
+                .iter()
+                .map(|(j, _)| j.dst.clone())
+                .collect::<Vec<_>>()
+        };
         let taken = names(&b);
         assert!(taken.len() > 2, "{taken:?}");
         // The session moved the first file and left: the rest go back where they were.

@@ -23,8 +23,8 @@ use crate::url::RemoteUrl;
 mod data;
 mod plut;
 
-use data::{prepare, ListenAcceptor};
 pub use data::PasvAddress;
+use data::{prepare, ListenAcceptor};
 
 /// How long a data channel may stay silent by default (`--data-timeout`): the read deadline
 /// reused connections always had.
@@ -147,7 +147,11 @@ fn cksm_of(alg: Algorithm, path: &str) -> Command {
 
 impl Session {
     /// Connects and logs in; data connections after `PASV` go where `pasv` says.
-    pub fn open(url: &RemoteUrl, tls: Option<&ClientTls>, pasv: PasvAddress) -> Result<Session, XferError> {
+    pub fn open(
+        url: &RemoteUrl,
+        tls: Option<&ClientTls>,
+        pasv: PasvAddress,
+    ) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
         Ok(Session {
             ctl,
@@ -173,7 +177,9 @@ impl Session {
     /// sent are still due, so no new command's reply could be told apart from them.
     fn usable(&self) -> Result<(), XferError> {
         if self.abandoned {
-            return Err(XferError::Usage("session left a pipeline early; it cannot be reused".into()));
+            return Err(XferError::Usage(
+                "session left a pipeline early; it cannot be reused".into(),
+            ));
         }
         Ok(())
     }
@@ -264,7 +270,8 @@ impl Session {
                 &r,
             ));
         }
-        let mut conn = prepare(tcp, self.tls_host(), self.data_timeout).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let mut conn = prepare(tcp, self.tls_host(), self.data_timeout)
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
         data::present(&mut conn, token).map_err(|e| XferError::io(&self.ctl.name, e))?;
         let sink = crate::listing::VecSink::default();
         haul_transport::stream::receive(conn, &sink, 0, &Progress::default())
@@ -484,8 +491,17 @@ impl Session {
         if missing.is_empty() {
             return Ok(());
         }
-        let missing = missing.iter().map(|(a, b)| format!("{a}-{b}")).collect::<Vec<_>>().join(",");
-        Err(XferError::Incomplete { host: self.ctl.name.clone(), path: item.path.clone(), missing, len })
+        let missing = missing
+            .iter()
+            .map(|(a, b)| format!("{a}-{b}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        Err(XferError::Incomplete {
+            host: self.ctl.name.clone(),
+            path: item.path.clone(),
+            missing,
+            len,
+        })
     }
 
     fn receive_into(&mut self, item: &GetItem<'_>, sink: &dyn Sink) -> Result<(), XferError> {
@@ -500,7 +516,14 @@ impl Session {
             ));
         };
         let tls = tls.as_ref().map(|t| (t, host.as_str()));
-        let acceptor = ListenAcceptor::new(listener, tls, self.ctl.peer.ip(), self.token, item.progress, self.data_timeout);
+        let acceptor = ListenAcceptor::new(
+            listener,
+            tls,
+            self.ctl.peer.ip(),
+            self.token,
+            item.progress,
+            self.data_timeout,
+        );
         let got = mode_e::receive(
             std::mem::take(cached),
             Some(&acceptor),
@@ -564,8 +587,12 @@ impl Session {
             // Each connection carries the token right after its TLS handshake: the server
             // checks one connection's token before it accepts (and handshakes) the next.
             for tcp in pending.drain(..) {
-                let mut conn = prepare(tcp, tls.as_ref().map(|t| (t, host.as_str())), self.data_timeout)
-                    .map_err(|e| XferError::io(&host, e))?;
+                let mut conn = prepare(
+                    tcp,
+                    tls.as_ref().map(|t| (t, host.as_str())),
+                    self.data_timeout,
+                )
+                .map_err(|e| XferError::io(&host, e))?;
                 data::present(&mut conn, self.token).map_err(|e| XferError::io(&host, e))?;
                 cached.push(conn);
             }

@@ -24,7 +24,8 @@ impl std::fmt::Debug for ClientTls {
 impl ClientTls {
     /// Trusts the certificates in the PEM file `ca` (a private CA or a self-signed server cert).
     pub fn from_ca_file(ca: &Path) -> io::Result<ClientTls> {
-        let config = tls::client_config(ca).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let config = tls::client_config(ca)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         Ok(ClientTls { config })
     }
 

@@ -68,8 +68,14 @@ fn pct_decode(s: &str) -> String {
 impl Endpoint {
     /// Parses a command-line endpoint.
     pub fn parse(s: &str) -> Result<Endpoint, UrlError> {
-        let err = |reason: &str| UrlError { url: s.to_string(), reason: reason.to_string() };
-        let (tls, rest) = if let Some(r) = s.strip_prefix("ftp://").or_else(|| s.strip_prefix("gsiftp://")) {
+        let err = |reason: &str| UrlError {
+            url: s.to_string(),
+            reason: reason.to_string(),
+        };
+        let (tls, rest) = if let Some(r) = s
+            .strip_prefix("ftp://")
+            .or_else(|| s.strip_prefix("gsiftp://"))
+        {
             (false, r)
         } else if let Some(r) = s.strip_prefix("haul://") {
             (true, r)
@@ -102,7 +108,10 @@ impl Endpoint {
             let close = h.find(']').ok_or_else(|| err("unclosed [ in IPv6 host"))?;
             let port = match &h[close + 1..] {
                 "" => DEFAULT_PORT,
-                p => p.strip_prefix(':').and_then(|p| p.parse().ok()).ok_or_else(|| err("bad port"))?,
+                p => p
+                    .strip_prefix(':')
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| err("bad port"))?,
             };
             (h[..close].to_string(), port)
         } else {
@@ -114,7 +123,14 @@ impl Endpoint {
         if host.is_empty() {
             return Err(err("missing host"));
         }
-        Ok(Endpoint::Remote(RemoteUrl { tls, user, pass, host, port, path: pct_decode(path) }))
+        Ok(Endpoint::Remote(RemoteUrl {
+            tls,
+            user,
+            pass,
+            host,
+            port,
+            path: pct_decode(path),
+        }))
     }
 
     /// True for a remote endpoint.
@@ -135,7 +151,10 @@ impl RemoteUrl {
 
     /// The same server with another path.
     pub fn with_path(&self, path: String) -> RemoteUrl {
-        RemoteUrl { path, ..self.clone() }
+        RemoteUrl {
+            path,
+            ..self.clone()
+        }
     }
 }
 
@@ -174,22 +193,42 @@ mod tests {
 
     #[test]
     fn parses_urls() {
-        let Endpoint::Remote(r) = Endpoint::parse("ftp://bob:s%40cret@example.org:2812/data/x y").unwrap() else {
+        let Endpoint::Remote(r) =
+            Endpoint::parse("ftp://bob:s%40cret@example.org:2812/data/x y").unwrap()
+        else {
             panic!()
         };
-        assert_eq!((r.user.as_deref(), r.pass.as_deref()), (Some("bob"), Some("s@cret")));
-        assert_eq!((r.host.as_str(), r.port, r.path.as_str()), ("example.org", 2812, "/data/x y"));
+        assert_eq!(
+            (r.user.as_deref(), r.pass.as_deref()),
+            (Some("bob"), Some("s@cret"))
+        );
+        assert_eq!(
+            (r.host.as_str(), r.port, r.path.as_str()),
+            ("example.org", 2812, "/data/x y")
+        );
         assert_eq!(r.to_string(), "ftp://bob@example.org:2812/data/x y");
-        let Endpoint::Remote(r) = Endpoint::parse("haul://[::1]/").unwrap() else { panic!() };
+        let Endpoint::Remote(r) = Endpoint::parse("haul://[::1]/").unwrap() else {
+            panic!()
+        };
         assert!(r.tls);
         assert_eq!((r.host.as_str(), r.port), ("::1", DEFAULT_PORT));
-        assert_eq!(Endpoint::parse("./a/b").unwrap(), Endpoint::Local("./a/b".into()));
-        assert_eq!(Endpoint::parse("file:///tmp/x").unwrap(), Endpoint::Local("/tmp/x".into()));
+        assert_eq!(
+            Endpoint::parse("./a/b").unwrap(),
+            Endpoint::Local("./a/b".into())
+        );
+        assert_eq!(
+            Endpoint::parse("file:///tmp/x").unwrap(),
+            Endpoint::Local("/tmp/x".into())
+        );
         assert!(Endpoint::parse("http://x/").is_err());
         // Percent escapes next to multi-byte characters never split a character.
-        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/%aé%4").unwrap() else { panic!() };
+        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/%aé%4").unwrap() else {
+            panic!()
+        };
         assert_eq!(r.path, "/%aé%4");
-        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/a%20b%c3%a9").unwrap() else { panic!() };
+        let Endpoint::Remote(r) = Endpoint::parse("ftp://h/a%20b%c3%a9").unwrap() else {
+            panic!()
+        };
         assert_eq!(r.path, "/a bé");
         assert!(Endpoint::parse("ftp://:21/x").is_err());
         assert!(Endpoint::parse("ftp://h:99999/x").is_err());

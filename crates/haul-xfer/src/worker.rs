@@ -31,14 +31,30 @@ fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
 }
 
 fn params(ctx: &Ctx<'_>) -> DataParams {
-    DataParams { parallelism: ctx.parallelism(), tcp_buffer: ctx.opts().tcp_buffer, block: ctx.opts().block }
+    DataParams {
+        parallelism: ctx.parallelism(),
+        tcp_buffer: ctx.opts().tcp_buffer,
+        block: ctx.opts().block,
+    }
 }
 
-fn compare(ctx: &Ctx<'_>, job: &Job, tries: u32, alg: Algorithm, src: &str, dst: &str) -> Result<bool, XferError> {
+fn compare(
+    ctx: &Ctx<'_>,
+    job: &Job,
+    tries: u32,
+    alg: Algorithm,
+    src: &str,
+    dst: &str,
+) -> Result<bool, XferError> {
     if src == dst {
         return Ok(true);
     }
-    let e = XferError::ChecksumMismatch { path: job.dst.clone(), alg: alg.name().into(), expected: src.into(), actual: dst.into() };
+    let e = XferError::ChecksumMismatch {
+        path: job.dst.clone(),
+        alg: alg.name().into(),
+        expected: src.into(),
+        actual: dst.into(),
+    };
     ctx.mismatch(job.clone(), tries, e)?;
     Ok(false)
 }
@@ -68,9 +84,12 @@ struct Shifted {
 
 impl Sink for Shifted {
     fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        let at = offset
-            .checked_add(self.by)
-            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "block offset overflows the file"))?;
+        let at = offset.checked_add(self.by).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "block offset overflows the file",
+            )
+        })?;
         self.inner.write_at(buf, at)
     }
 }
@@ -85,21 +104,46 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
 /// Opens the shared `.part` file for one piece: never truncated (other pieces may have landed),
 /// but sized to the whole file, so a stale longer `.part` cannot survive; every byte of it is
 /// written by some piece and the whole file is verified after the last.
-fn open_piece(ctx: &Ctx<'_>, job: Job, tries: u32, whole: u64, offset: u64) -> Result<Incoming, XferError> {
+fn open_piece(
+    ctx: &Ctx<'_>,
+    job: Job,
+    tries: u32,
+    whole: u64,
+    offset: u64,
+) -> Result<Incoming, XferError> {
     let part = resume::part_path(std::path::Path::new(&job.dst));
     resume::clear(&resume::ranges_path(&part));
     let io = |e| XferError::io(&part.display().to_string(), e);
     let file = resume::open_existing(&part, true).map_err(io)?;
     file.set_len(whole).map_err(io)?;
     let (id, progress) = ctx.track(None);
-    let sink = Box::new(Shifted { inner: rate_limited(ctx, file), by: offset });
-    Ok(Incoming { job, tries, id, progress, sink, part: Some(part), have: None })
+    let sink = Box::new(Shifted {
+        inner: rate_limited(ctx, file),
+        by: offset,
+    });
+    Ok(Incoming {
+        job,
+        tries,
+        id,
+        progress,
+        sink,
+        part: Some(part),
+        have: None,
+    })
 }
 
 fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
     if job.dst == DEV_NULL {
         let (id, progress) = ctx.track(None);
-        return Ok(Incoming { job, tries, id, progress, sink: Box::new(Null), part: None, have: None });
+        return Ok(Incoming {
+            job,
+            tries,
+            id,
+            progress,
+            sink: Box::new(Null),
+            part: None,
+            have: None,
+        });
     }
     // The planner made the directories (missing parents only with --mkdir).
     let dst = PathBuf::from(&job.dst);
@@ -109,7 +153,8 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
     let part = resume::part_path(&dst);
     let journal = resume::ranges_path(&part);
     let have = if ctx.opts().resume && resume::is_file(&part) {
-        resume::load(&journal).filter(|h| !h.is_empty() && h.ranges().last().is_some_and(|r| r.1 <= job.size))
+        resume::load(&journal)
+            .filter(|h| !h.is_empty() && h.ranges().last().is_some_and(|r| r.1 <= job.size))
     } else {
         resume::clear(&journal);
         None
@@ -122,15 +167,29 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
     let (id, progress) = ctx.track(Some(journal));
     with_have(&progress, &have);
     let sink = rate_limited(ctx, file);
-    Ok(Incoming { job, tries, id, progress, sink, part: Some(part), have })
+    Ok(Incoming {
+        job,
+        tries,
+        id,
+        progress,
+        sink,
+        part: Some(part),
+        have,
+    })
 }
 
 /// Moves files from a server to local disk.
 pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
-    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
     let mut sess = open(ctx, url)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
-    let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
+    let alg = if zero_only {
+        None
+    } else {
+        choose_alg(ctx.opts(), &sess.ctl.features)?
+    };
     ctx.set_alg(alg);
     loop {
         let mut inc = Vec::with_capacity(batch.len());
@@ -151,7 +210,9 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                         None => zero.then_some((0, i.job.size)),
                     },
                     cksm: match (&i.part, alg) {
-                        (Some(part), Some(a)) if !zero && i.job.piece.is_none() => Some((a, part.as_path())),
+                        (Some(part), Some(a)) if !zero && i.job.piece.is_none() => {
+                            Some((a, part.as_path()))
+                        }
                         _ => None,
                     },
                     progress: &i.progress,
@@ -198,7 +259,10 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             ctx.file_done(&i.job.dst, verified);
         }
         if !untaken.is_empty() {
-            tracing::debug!("session {idx} leaves its batch with {} files unmoved", untaken.len());
+            tracing::debug!(
+                "session {idx} leaves its batch with {} files unmoved",
+                untaken.len()
+            );
             ctx.give_back(untaken.into_iter().map(|i| (i.job, i.tries)).collect());
             break;
         }
@@ -213,14 +277,22 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
 
 /// The last piece of a split file landed: verify the whole file (the server hashes its copy
 /// while we hash ours) and move it into place, or put it back whole after a mismatch.
-fn whole_piece_done(ctx: &Ctx<'_>, sess: &mut Session, alg: Option<Algorithm>, job: &Job, tries: u32, part: &std::path::Path) -> Result<(), XferError> {
+fn whole_piece_done(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    alg: Option<Algorithm>,
+    job: &Job,
+    tries: u32,
+    part: &std::path::Path,
+) -> Result<(), XferError> {
     let verified = match alg {
         Some(a) => {
             let (remote, local) = std::thread::scope(|s| {
                 let h = s.spawn(|| checksum::checksum_path(part, a));
                 (sess.cksm(a, &job.src), h.join())
             });
-            let local = local.unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
+            let local = local
+                .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
             if !compare(ctx, job, tries, a, &remote?, &local)? {
                 return Ok(());
             }
@@ -245,10 +317,16 @@ struct Outgoing {
 
 /// Moves files from local disk to a server.
 pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
-    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
     let mut sess = open(ctx, url)?;
     let zero_only = batch.iter().all(|(j, _)| j.src == DEV_ZERO);
-    let alg = if zero_only { None } else { choose_alg(ctx.opts(), &sess.ctl.features)? };
+    let alg = if zero_only {
+        None
+    } else {
+        choose_alg(ctx.opts(), &sess.ctl.features)?
+    };
     ctx.set_alg(alg);
     loop {
         let mut out = Vec::with_capacity(batch.len());
@@ -262,10 +340,22 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                 src = Box::new(RateLimited::new(src, r));
             }
             let journal = resume::upload_journal(&url.with_path(job.dst.clone()).to_string());
-            let have = if ctx.opts().resume { resume::load(&journal).filter(|h| !h.is_empty()) } else { None };
+            let have = if ctx.opts().resume {
+                resume::load(&journal).filter(|h| !h.is_empty())
+            } else {
+                None
+            };
             let (id, progress) = ctx.track(Some(journal.clone()));
             with_have(&progress, &have);
-            out.push(Outgoing { job, tries, id, progress, src, journal, have });
+            out.push(Outgoing {
+                job,
+                tries,
+                id,
+                progress,
+                src,
+                journal,
+                have,
+            });
         }
         let items: Vec<PutItem<'_>> = out
             .iter()
@@ -274,7 +364,11 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                 src: o.src.as_ref(),
                 len: o.job.size,
                 have: o.have.clone(),
-                cksm: if o.job.src == DEV_ZERO || o.job.dst == DEV_NULL { None } else { alg },
+                cksm: if o.job.src == DEV_ZERO || o.job.dst == DEV_NULL {
+                    None
+                } else {
+                    alg
+                },
                 progress: &o.progress,
             })
             .collect();
@@ -289,7 +383,10 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             let h = s.spawn(|| {
                 to_hash
                     .iter()
-                    .map(|(k, p)| alg.map(|a| checksum::checksum_path(p, a).map(|d| (*k, d))).transpose())
+                    .map(|(k, p)| {
+                        alg.map(|a| checksum::checksum_path(p, a).map(|d| (*k, d)))
+                            .transpose()
+                    })
                     .collect::<Result<Vec<_>, _>>()
             });
             let put = match ctx.opts().transport {
@@ -333,24 +430,42 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
 
 /// Drives a server-to-server transfer: STORs to the destination (passive), RETRs to the source
 /// (active, it connects to the destination), pipelined like Globus does.
-pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+pub(crate) fn third_party(
+    ctx: &Ctx<'_>,
+    a: &RemoteUrl,
+    b: &RemoteUrl,
+    idx: usize,
+) -> Result<(), XferError> {
     if ctx.opts().transport == Transport::Plut {
-        return Err(XferError::Usage("PLUT is not available for server-to-server transfers; use --transport tcp".into()));
+        return Err(XferError::Usage(
+            "PLUT is not available for server-to-server transfers; use --transport tcp".into(),
+        ));
     }
-    let Some(mut batch) = ctx.next_batch(idx) else { return Ok(()) };
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
     let mut src = open(ctx, a)?;
     let mut dst = open(ctx, b)?;
-    let mem = batch.iter().all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
+    let mem = batch
+        .iter()
+        .all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
     let alg = if mem || !ctx.opts().verify {
         None
     } else if let Some(x) = ctx.opts().checksum {
         Some(x)
     } else {
-        [Algorithm::Xxh128, Algorithm::Md5, Algorithm::Adler32, Algorithm::Crc32c]
-            .into_iter()
-            .find(|x| src.ctl.features.has_cksm(x.name()) && dst.ctl.features.has_cksm(x.name()))
-            .map(Some)
-            .ok_or_else(|| XferError::Usage("the two servers share no checksum algorithm; pass --no-verify".into()))?
+        [
+            Algorithm::Xxh128,
+            Algorithm::Md5,
+            Algorithm::Adler32,
+            Algorithm::Crc32c,
+        ]
+        .into_iter()
+        .find(|x| src.ctl.features.has_cksm(x.name()) && dst.ctl.features.has_cksm(x.name()))
+        .map(Some)
+        .ok_or_else(|| {
+            XferError::Usage("the two servers share no checksum algorithm; pass --no-verify".into())
+        })?
     };
     ctx.set_alg(alg);
     let mut configured = 0;
@@ -362,20 +477,30 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
             // trusted): a destination cannot have the source connect to a third host.
             let addr = dst.pasv()?;
             src.set_mode_e()?;
-            src.ctl.ok(&Command::Opts { command: "RETR".into(), options: format!("Parallelism={p},{p},{p};") })?;
+            src.ctl.ok(&Command::Opts {
+                command: "RETR".into(),
+                options: format!("Parallelism={p},{p},{p};"),
+            })?;
             src.ctl.ok(&Command::Port(addr))?;
             configured = p;
         }
         for (job, _) in &batch {
             if job.src == DEV_ZERO {
-                dst.ctl.send(&Command::Esto { offset: 0, path: job.dst.clone() })?;
+                dst.ctl.send(&Command::Esto {
+                    offset: 0,
+                    path: job.dst.clone(),
+                })?;
             } else {
                 dst.ctl.send(&Command::Stor(job.dst.clone()))?;
             }
         }
         for (job, _) in &batch {
             if job.src == DEV_ZERO {
-                src.ctl.send(&Command::Eret { offset: 0, length: job.size, path: job.src.clone() })?;
+                src.ctl.send(&Command::Eret {
+                    offset: 0,
+                    length: job.size,
+                    path: job.src.clone(),
+                })?;
             } else {
                 src.ctl.send(&Command::Retr(job.src.clone()))?;
             }
@@ -408,7 +533,12 @@ pub(crate) fn third_party(ctx: &Ctx<'_>, a: &RemoteUrl, b: &RemoteUrl, idx: usiz
     Ok(())
 }
 
-fn third_party_one(src: &mut Session, dst: &mut Session, job: &Job, progress: &Progress) -> Result<(), XferError> {
+fn third_party_one(
+    src: &mut Session,
+    dst: &mut Session,
+    job: &Job,
+    progress: &Progress,
+) -> Result<(), XferError> {
     let stor = Command::Stor(job.dst.clone());
     let retr = Command::Retr(job.src.clone());
     let r = dst.ctl.final_reply(&mut |_| {})?;
@@ -425,12 +555,16 @@ fn third_party_one(src: &mut Session, dst: &mut Session, job: &Job, progress: &P
     }
     let r = dst.ctl.final_reply(&mut |m| {
         if let Some(pm) = haul_proto::PerfMarker::from_lines(&m.lines) {
-            progress.bytes.store(pm.stripe_bytes, std::sync::atomic::Ordering::Relaxed);
+            progress
+                .bytes
+                .store(pm.stripe_bytes, std::sync::atomic::Ordering::Relaxed);
         }
     })?;
     if !r.is_success() {
         return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));
     }
-    progress.bytes.store(job.size, std::sync::atomic::Ordering::Relaxed);
+    progress
+        .bytes
+        .store(job.size, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }

@@ -12,7 +12,10 @@ use std::process::Output;
 
 const FILES: usize = 6;
 /// The first batch goes through; the session taking the next one panics.
-const DIE_ON_SECOND_BATCH: (&str, &str) = ("FAILPOINTS", "xfer::batch_taken=1*off->panic(session killed by the test)");
+const DIE_ON_SECOND_BATCH: (&str, &str) = (
+    "FAILPOINTS",
+    "xfer::batch_taken=1*off->panic(session killed by the test)",
+);
 
 fn names() -> Vec<String> {
     (0..FILES).map(|i| format!("f{i}.bin")).collect()
@@ -26,8 +29,14 @@ fn content(name: &str) -> Vec<u8> {
 /// never both, and at least one is named.
 fn check(out: &Output, landed: impl Fn(&str) -> PathBuf, said: impl Fn(&str) -> String) {
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "a session died mid-transfer, yet haul cp succeeded: {err}");
-    assert!(err.contains(&format!("of {FILES} files not moved")), "the error counts the files not moved: {err}");
+    assert!(
+        !out.status.success(),
+        "a session died mid-transfer, yet haul cp succeeded: {err}"
+    );
+    assert!(
+        err.contains(&format!("of {FILES} files not moved")),
+        "the error counts the files not moved: {err}"
+    );
     let mut missing = 0;
     for n in names() {
         let (p, named) = (landed(&n), err.contains(&said(&n)));
@@ -35,7 +44,10 @@ fn check(out: &Output, landed: impl Fn(&str) -> PathBuf, said: impl Fn(&str) -> 
             assert!(!named, "{n} arrived but is named as not moved: {err}");
             assert_eq!(fs::read(&p).unwrap(), content(&n), "{n} arrived whole");
         } else {
-            assert!(named, "{n} did not arrive and the error does not name it: {err}");
+            assert!(
+                named,
+                "{n} did not arrive and the error does not name it: {err}"
+            );
             missing += 1;
         }
     }
@@ -56,7 +68,15 @@ fn download(dir: &Path, env: &[(&str, &str)]) -> (Output, PathBuf) {
     let s = serve(&root, &["--anonymous"]);
     let dl = dir.join("dl");
     let url = format!("ftp://{}/tree", s.addr);
-    let args = ["-r", "-c", "1", "--pipeline", "1", &url, dl.to_str().unwrap()];
+    let args = [
+        "-r",
+        "-c",
+        "1",
+        "--pipeline",
+        "1",
+        &url,
+        dl.to_str().unwrap(),
+    ];
     (cp_env(&args, &dir.join("h.sqlite"), env), dl)
 }
 
@@ -76,7 +96,15 @@ fn a_session_dying_mid_upload_fails_the_transfer_and_names_the_files_not_moved()
     tree(&src);
     let s = serve(&root, &["--anonymous", "--anonymous-write"]);
     let url = format!("ftp://{}/up", s.addr);
-    let args = ["-r", "-c", "1", "--pipeline", "1", src.to_str().unwrap(), &url];
+    let args = [
+        "-r",
+        "-c",
+        "1",
+        "--pipeline",
+        "1",
+        src.to_str().unwrap(),
+        &url,
+    ];
     let out = cp_env(&args, &dir.path().join("h.sqlite"), &[DIE_ON_SECOND_BATCH]);
     check(&out, |n| root.join("up").join(n), |n| format!("/up/{n}"));
 }

@@ -24,24 +24,63 @@ fn plut_download_and_upload_are_exact_and_verified() {
     let s = serve(&root, &["--anonymous", "--anonymous-write"]);
     let hist = dir.path().join("h.sqlite");
     let dl = dir.path().join("dl");
-    let out = cp(&["--transport", "plut", "--json", &format!("ftp://{}/f", s.addr), dl.to_str().unwrap()], &hist);
+    let out = cp(
+        &[
+            "--transport",
+            "plut",
+            "--json",
+            &format!("ftp://{}/f", s.addr),
+            dl.to_str().unwrap(),
+        ],
+        &hist,
+    );
     assert!(out.status.success());
     assert!(fs::read(&dl).unwrap() == data, "download byte-exact");
     let j = json(&out);
     assert_eq!(j["verified_files"], 1);
     assert_eq!(j["transport"], "plut");
-    let out = cp(&["--transport", "plut", "--json", dl.to_str().unwrap(), &format!("ftp://{}/up", s.addr)], &hist);
+    let out = cp(
+        &[
+            "--transport",
+            "plut",
+            "--json",
+            dl.to_str().unwrap(),
+            &format!("ftp://{}/up", s.addr),
+        ],
+        &hist,
+    );
     assert!(out.status.success());
-    assert!(fs::read(root.join("up")).unwrap() == data, "upload byte-exact");
+    assert!(
+        fs::read(root.join("up")).unwrap() == data,
+        "upload byte-exact"
+    );
     assert_eq!(json(&out)["verified_files"], 1);
     // Memory to memory: /dev/zero on the server to /dev/null here.
-    let out = cp(&["--transport", "plut", "--json", "--len", "30M", &format!("ftp://{}/dev/zero", s.addr), "/dev/null"], &hist);
+    let out = cp(
+        &[
+            "--transport",
+            "plut",
+            "--json",
+            "--len",
+            "30M",
+            &format!("ftp://{}/dev/zero", s.addr),
+            "/dev/null",
+        ],
+        &hist,
+    );
     assert!(out.status.success());
     assert_eq!(json(&out)["bytes"], 30 << 20);
     // The history records the transport.
-    let h = Command::new(env!("CARGO_BIN_EXE_haul")).args(["history", "--json", "--history"]).arg(&hist).output().unwrap();
+    let h = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["history", "--json", "--history"])
+        .arg(&hist)
+        .output()
+        .unwrap();
     assert!(h.status.success());
-    assert!(String::from_utf8_lossy(&h.stdout).contains("\"transport\": \"plut\""), "history names the transport");
+    assert!(
+        String::from_utf8_lossy(&h.stdout).contains("\"transport\": \"plut\""),
+        "history names the transport"
+    );
 }
 
 /// Sends `line` on a raw control connection and returns the reply's first line.
@@ -81,14 +120,23 @@ fn server_advertises_plut_and_names_bad_parameters() {
     assert!(feat.contains(" PLUT 1"), "FEAT lists PLUT: {feat}");
     assert!(say(&mut c, &mut r, "USER anonymous").starts_with("331"));
     assert!(say(&mut c, &mut r, "PASS x").starts_with("230"));
-    assert!(say(&mut c, &mut r, "PLUT PASV 12 5").starts_with("503"), "PLUT before OPTS HAUL is refused");
+    assert!(
+        say(&mut c, &mut r, "PLUT PASV 12 5").starts_with("503"),
+        "PLUT before OPTS HAUL is refused"
+    );
     let bad = say(&mut c, &mut r, "OPTS HAUL Transport=plut;Mds=10;");
     assert!(bad.starts_with("501") && bad.contains("Mds=10"), "{bad}");
     assert!(say(&mut c, &mut r, "OPTS HAUL Transport=plut;Mds=1472;").starts_with("200"));
     let bad = say(&mut c, &mut r, "PLUT PORT 10,9,8,7,4,1 ab");
-    assert!(bad.starts_with("501") && bad.contains("not the control connection"), "{bad}");
+    assert!(
+        bad.starts_with("501") && bad.contains("not the control connection"),
+        "{bad}"
+    );
     assert!(say(&mut c, &mut r, "PLUT PASV zz 5").starts_with("501"));
-    assert!(say(&mut c, &mut r, "RETR nothing").starts_with("425"), "RETR without a flow");
+    assert!(
+        say(&mut c, &mut r, "RETR nothing").starts_with("425"),
+        "RETR without a flow"
+    );
     assert!(say(&mut c, &mut r, "PLUT PASV 1f 5").starts_with("227"));
     let mut rest = Vec::new();
     let _ = c.write_all(b"QUIT\r\n");

@@ -22,25 +22,48 @@ fn record(src_host: &str, started_at: f64, outcome: Outcome) -> TransferRecord {
         destination: "/tmp/big".into(),
         source_host: src_host.into(),
         destination_host: "local".into(),
-        params: Params { parallelism: Some(8), ..Params::default() },
+        params: Params {
+            parallelism: Some(8),
+            ..Params::default()
+        },
         files: 1,
         bytes: 10_000_000_000,
         outcome,
         error: (outcome != Outcome::Ok).then(|| "connection reset by peer".into()),
-        samples: vec![Sample { t_s: 1.0, bytes: 1_250_000_000, bps: 1e10 }],
+        samples: vec![Sample {
+            t_s: 1.0,
+            bytes: 1_250_000_000,
+            bps: 1e10,
+        }],
     }
 }
 
 fn seeded(path: &Path) -> Vec<i64> {
     let mut store = Store::open(path).expect("open store");
     vec![
-        store.insert(&record("dtn1.example.org:2811", 1_700_000_000.0, Outcome::Ok)).expect("insert"),
-        store.insert(&record("dtn2.example.org:2811", 1_700_000_100.0, Outcome::Failed)).expect("insert"),
+        store
+            .insert(&record(
+                "dtn1.example.org:2811",
+                1_700_000_000.0,
+                Outcome::Ok,
+            ))
+            .expect("insert"),
+        store
+            .insert(&record(
+                "dtn2.example.org:2811",
+                1_700_000_100.0,
+                Outcome::Failed,
+            ))
+            .expect("insert"),
     ]
 }
 
 fn json(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "haul failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "haul failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
@@ -52,24 +75,66 @@ fn json_listing_is_newest_first_and_filters() {
     let db = db.to_str().expect("utf-8 path");
 
     let all = json(&haul(&["history", "--history", db, "--json"]));
-    let listed: Vec<i64> =
-        all.as_array().expect("array").iter().map(|r| r["id"].as_i64().expect("id")).collect();
+    let listed: Vec<i64> = all
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| r["id"].as_i64().expect("id"))
+        .collect();
     assert_eq!(listed, vec![ids[1], ids[0]]);
     assert_eq!(all[0]["outcome"], "failed");
     assert_eq!(all[0]["error"], "connection reset by peer");
     assert_eq!(all[1]["params"]["parallelism"], 8);
-    assert!(all[1].get("samples").is_none(), "listings leave samples out");
+    assert!(
+        all[1].get("samples").is_none(),
+        "listings leave samples out"
+    );
 
-    let dtn1 = json(&haul(&["history", "--history", db, "--json", "--host", "dtn1"]));
+    let dtn1 = json(&haul(&[
+        "history",
+        "--history",
+        db,
+        "--json",
+        "--host",
+        "dtn1",
+    ]));
     assert_eq!(dtn1.as_array().expect("array").len(), 1);
-    let ok = json(&haul(&["history", "--history", db, "--json", "--outcome", "ok"]));
+    let ok = json(&haul(&[
+        "history",
+        "--history",
+        db,
+        "--json",
+        "--outcome",
+        "ok",
+    ]));
     assert_eq!(ok[0]["id"].as_i64(), Some(ids[0]));
-    let recent = json(&haul(&["history", "--history", db, "--json", "--since", "1700000050"]));
+    let recent = json(&haul(&[
+        "history",
+        "--history",
+        db,
+        "--json",
+        "--since",
+        "1700000050",
+    ]));
     assert_eq!(recent.as_array().expect("array").len(), 1);
-    let limited = json(&haul(&["history", "--history", db, "--json", "--limit", "1"]));
+    let limited = json(&haul(&[
+        "history",
+        "--history",
+        db,
+        "--json",
+        "--limit",
+        "1",
+    ]));
     assert_eq!(limited.as_array().expect("array").len(), 1);
 
-    let shown = json(&haul(&["history", "--history", db, "--json", "--show", &ids[0].to_string()]));
+    let shown = json(&haul(&[
+        "history",
+        "--history",
+        db,
+        "--json",
+        "--show",
+        &ids[0].to_string(),
+    ]));
     assert_eq!(shown["samples"][0]["bps"], 1e10);
 }
 
@@ -81,7 +146,10 @@ fn table_shows_rate_and_hosts() {
     let out = haul(&["history", "--history", db.to_str().expect("utf-8 path")]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("ftp://dtn1.example.org:2811/big → /tmp/big"), "{text}");
+    assert!(
+        text.contains("ftp://dtn1.example.org:2811/big → /tmp/big"),
+        "{text}"
+    );
     assert!(text.contains("10.00 Gb/s"), "{text}");
     assert!(text.contains("2023-11-14 22:13:20"), "{text}");
 }
@@ -91,7 +159,12 @@ fn empty_and_missing_databases_list_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let empty = dir.path().join("empty.sqlite");
     Store::open(&empty).expect("create empty store");
-    let list = json(&haul(&["history", "--history", empty.to_str().expect("utf-8"), "--json"]));
+    let list = json(&haul(&[
+        "history",
+        "--history",
+        empty.to_str().expect("utf-8"),
+        "--json",
+    ]));
     assert_eq!(list, serde_json::json!([]));
 
     let missing = dir.path().join("missing.sqlite");
@@ -106,7 +179,12 @@ fn corrupt_database_fails_naming_the_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("corrupt.sqlite");
     std::fs::write(&db, vec![0x5a; 4096]).expect("write garbage");
-    let out = haul(&["history", "--history", db.to_str().expect("utf-8"), "--json"]);
+    let out = haul(&[
+        "history",
+        "--history",
+        db.to_str().expect("utf-8"),
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&db.display().to_string()), "{err}");
@@ -118,7 +196,13 @@ fn unknown_id_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.sqlite");
     seeded(&db);
-    let out = haul(&["history", "--history", db.to_str().expect("utf-8"), "--show", "999"]);
+    let out = haul(&[
+        "history",
+        "--history",
+        db.to_str().expect("utf-8"),
+        "--show",
+        "999",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no transfer with id 999"));
 }

@@ -23,19 +23,33 @@ impl HaulServe {
         let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
             .args(["serve", "--root"])
             .arg(root)
-            .args(["--listen", "127.0.0.1:0", "--anonymous", "--anonymous-write"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--anonymous",
+                "--anonymous-write",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn haul serve");
         let mut line = String::new();
         let stdout = child.stdout.take().expect("stdout");
-        BufReader::new(stdout).read_line(&mut line).expect("read haul serve stdout");
-        let addr = line.trim().strip_prefix("haul serve: listening on ").unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("unexpected first line from haul serve: {line:?}")
-        });
-        let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in listen line");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read haul serve stdout");
+        let addr = line
+            .trim()
+            .strip_prefix("haul serve: listening on ")
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!("unexpected first line from haul serve: {line:?}")
+            });
+        let port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port in listen line");
         HaulServe { child, port }
     }
 
@@ -54,7 +68,14 @@ impl Drop for HaulServe {
 fn assert_same(a: &Path, b: &Path) {
     let x = fs::read(a).unwrap_or_else(|e| panic!("read {}: {e}", a.display()));
     let y = fs::read(b).unwrap_or_else(|e| panic!("read {}: {e}", b.display()));
-    assert!(x == y, "{} ({} bytes) differs from {} ({} bytes)", a.display(), x.len(), b.display(), y.len());
+    assert!(
+        x == y,
+        "{} ({} bytes) differs from {} ({} bytes)",
+        a.display(),
+        x.len(),
+        b.display(),
+        y.len()
+    );
 }
 
 /// Every regular file under `dir`, relative, sorted.
@@ -79,7 +100,11 @@ fn make_tree(dir: &Path) {
     for i in 0..200u64 {
         let sub = dir.join(format!("d{}", i % 5));
         fs::create_dir_all(&sub).unwrap();
-        let len = if i == 0 { 0 } else { ((i * 7919) % 60_000) as usize };
+        let len = if i == 0 {
+            0
+        } else {
+            ((i * 7919) % 60_000) as usize
+        };
         fs::write(sub.join(format!("f{i:03}")), random_bytes(len, i + 1)).unwrap();
     }
 }
@@ -87,7 +112,13 @@ fn make_tree(dir: &Path) {
 fn assert_trees_equal(a: &Path, b: &Path) {
     let fa = files(a);
     assert_eq!(fa.len(), 200, "source tree has 200 files");
-    assert_eq!(fa, files(b), "same file names in {} and {}", a.display(), b.display());
+    assert_eq!(
+        fa,
+        files(b),
+        "same file names in {} and {}",
+        a.display(),
+        b.display()
+    );
     for f in fa {
         assert_same(&a.join(&f), &b.join(&f));
     }
@@ -114,7 +145,10 @@ fn download_and_upload_p1_p8() {
         let out = globus_url_copy(&["-p", p, &file_url(&src), &srv.url(&name)]);
         assert_success(&out, &format!("upload -p {p}"));
         assert_same(&src, &root.path().join(&name));
-        assert!(!root.path().join(format!(".{name}.haul-part")).exists(), "part file renamed away");
+        assert!(
+            !root.path().join(format!(".{name}.haul-part")).exists(),
+            "part file renamed away"
+        );
     }
 }
 
@@ -129,17 +163,41 @@ fn tree_of_200_files_cc4_pp_both_ways() {
     let srv = HaulServe::start(root.path());
 
     let dst = local.path().join("down");
-    let out = globus_url_copy(&["-cc", "4", "-pp", "-r", "-cd", &srv.url("tree/"), &format!("{}/", file_url(&dst))]);
+    let out = globus_url_copy(&[
+        "-cc",
+        "4",
+        "-pp",
+        "-r",
+        "-cd",
+        &srv.url("tree/"),
+        &format!("{}/", file_url(&dst)),
+    ]);
     assert_success(&out, "tree download -cc 4 -pp -r");
     assert_trees_equal(&root.path().join("tree"), &dst);
 
-    let out = globus_url_copy(&["-cc", "4", "-pp", "-r", "-cd", &format!("{}/", file_url(&dst)), &srv.url("up/")]);
+    let out = globus_url_copy(&[
+        "-cc",
+        "4",
+        "-pp",
+        "-r",
+        "-cd",
+        &format!("{}/", file_url(&dst)),
+        &srv.url("up/"),
+    ]);
     assert_success(&out, "tree upload -cc 4 -pp -r -cd");
     assert_trees_equal(&dst, &root.path().join("up"));
 
     // `-fast`: MLSD in MODE E over the data connections, then every RETR reuses them (125).
     let fast = local.path().join("fast");
-    let out = globus_url_copy(&["-fast", "-p", "2", "-r", "-cd", &srv.url("tree/"), &format!("{}/", file_url(&fast))]);
+    let out = globus_url_copy(&[
+        "-fast",
+        "-p",
+        "2",
+        "-r",
+        "-cd",
+        &srv.url("tree/"),
+        &format!("{}/", file_url(&fast)),
+    ]);
     assert_success(&out, "tree download -fast -p 2");
     assert_trees_equal(&root.path().join("tree"), &fast);
 }
@@ -157,14 +215,34 @@ fn verify_checksum_both_ways() {
     let srv = HaulServe::start(root.path());
 
     let dl = local.path().join("dl.bin");
-    let out = globus_url_copy(&["-dbg", "-verify-checksum", "-p", "4", &srv.url("c.bin"), &file_url(&dl)]);
+    let out = globus_url_copy(&[
+        "-dbg",
+        "-verify-checksum",
+        "-p",
+        "4",
+        &srv.url("c.bin"),
+        &file_url(&dl),
+    ]);
     assert_success(&out, "download -verify-checksum");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("CKSM MD5 0 -1 /c.bin"), "client asked for the checksum");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CKSM MD5 0 -1 /c.bin"),
+        "client asked for the checksum"
+    );
     assert_same(&src, &dl);
 
-    let out = globus_url_copy(&["-dbg", "-verify-checksum", "-p", "4", &file_url(&src), &srv.url("cu.bin")]);
+    let out = globus_url_copy(&[
+        "-dbg",
+        "-verify-checksum",
+        "-p",
+        "4",
+        &file_url(&src),
+        &srv.url("cu.bin"),
+    ]);
     assert_success(&out, "upload -verify-checksum");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("CKSM MD5 0 -1 /cu.bin"), "client asked for the checksum");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CKSM MD5 0 -1 /cu.bin"),
+        "client asked for the checksum"
+    );
     assert_same(&src, &root.path().join("cu.bin"));
 
     // globus-url-copy itself can only hash MD5-family digests locally (it refuses
@@ -180,11 +258,28 @@ fn memory_to_memory_dev_zero_and_dev_null() {
     let root = tempfile::tempdir().unwrap();
     let srv = HaulServe::start(root.path());
     let len = (64u64 << 20).to_string();
-    let out = globus_url_copy(&["-p", "4", "-len", &len, &srv.url("dev/zero"), "file:///dev/null"]);
+    let out = globus_url_copy(&[
+        "-p",
+        "4",
+        "-len",
+        &len,
+        &srv.url("dev/zero"),
+        "file:///dev/null",
+    ]);
     assert_success(&out, "ERET /dev/zero -> local /dev/null");
-    let out = globus_url_copy(&["-p", "4", "-len", &len, "file:///dev/zero", &srv.url("dev/null")]);
+    let out = globus_url_copy(&[
+        "-p",
+        "4",
+        "-len",
+        &len,
+        "file:///dev/zero",
+        &srv.url("dev/null"),
+    ]);
     assert_success(&out, "local /dev/zero -> ESTO /dev/null");
-    assert!(fs::read_dir(root.path()).unwrap().next().is_none(), "nothing written into the root");
+    assert!(
+        fs::read_dir(root.path()).unwrap().next().is_none(),
+        "nothing written into the root"
+    );
 }
 
 #[test]
@@ -203,16 +298,37 @@ fn third_party_between_haul_and_globus_server() {
     assert_success(&out, "third-party haul -> globus");
     assert_eq!(fs::read(groot.path().join("from-haul.bin")).unwrap(), data);
 
-    let out = globus_url_copy(&["-p", "4", &globus.url("from-haul.bin"), &haul.url("back.bin")]);
+    let out = globus_url_copy(&[
+        "-p",
+        "4",
+        &globus.url("from-haul.bin"),
+        &haul.url("back.bin"),
+    ]);
     assert_success(&out, "third-party globus -> haul");
     assert_eq!(fs::read(hroot.path().join("back.bin")).unwrap(), data);
 
     // Pipelined third-party tree copies: each server gets its STORs / RETRs back-to-back.
     make_tree(&hroot.path().join("tree"));
-    let out = globus_url_copy(&["-pp", "-cc", "1", "-r", "-cd", &haul.url("tree/"), &globus.url("tree/")]);
+    let out = globus_url_copy(&[
+        "-pp",
+        "-cc",
+        "1",
+        "-r",
+        "-cd",
+        &haul.url("tree/"),
+        &globus.url("tree/"),
+    ]);
     assert_success(&out, "third-party tree haul -> globus -pp");
     assert_trees_equal(&hroot.path().join("tree"), &groot.path().join("tree"));
-    let out = globus_url_copy(&["-pp", "-cc", "1", "-r", "-cd", &globus.url("tree/"), &haul.url("tree2/")]);
+    let out = globus_url_copy(&[
+        "-pp",
+        "-cc",
+        "1",
+        "-r",
+        "-cd",
+        &globus.url("tree/"),
+        &haul.url("tree2/"),
+    ]);
     assert_success(&out, "third-party tree globus -> haul -pp");
     assert_trees_equal(&groot.path().join("tree"), &hroot.path().join("tree2"));
 }
@@ -243,18 +359,27 @@ fn globus_url_copy_killed_mid_upload_leaves_the_target() {
         .expect("spawn globus-url-copy");
     let part = root.path().join(".t.haul-part");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while fs::metadata(&part).map_or(0, |m| m.len()) < (16 << 20) && std::time::Instant::now() < deadline {
+    while fs::metadata(&part).map_or(0, |m| m.len()) < (16 << 20)
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let under_way = fs::metadata(&part).map_or(0, |m| m.len());
     guc.kill().unwrap();
     guc.wait().unwrap();
-    assert!(under_way >= 16 << 20, "the upload was under way when killed ({under_way} bytes)");
+    assert!(
+        under_way >= 16 << 20,
+        "the upload was under way when killed ({under_way} bytes)"
+    );
     // The server sees the data connection close as a MODE S end of file; it must not take it
     // for one (a server that did renamed the truncated data over the target within a few ms).
     let watch = std::time::Instant::now();
     while watch.elapsed() < std::time::Duration::from_secs(2) {
-        assert_eq!(fs::read(root.path().join("t")).unwrap(), b"the original", "the target was replaced");
+        assert_eq!(
+            fs::read(root.path().join("t")).unwrap(),
+            b"the original",
+            "the target was replaced"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // Once the server has noticed, a new upload of the same file is accepted and completes.

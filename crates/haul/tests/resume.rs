@@ -28,7 +28,17 @@ fn killed_download_resumes_with_only_missing_ranges() {
 
     // 12 MiB/s: the 48 MiB file takes ~4 s, so the kill lands mid-file.
     let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["cp", "-p", "4", "--max-rate", "12M", "--sample-ms", "100", &srv.url("big.bin"), dst.to_str().unwrap()])
+        .args([
+            "cp",
+            "-p",
+            "4",
+            "--max-rate",
+            "12M",
+            "--sample-ms",
+            "100",
+            &srv.url("big.bin"),
+            dst.to_str().unwrap(),
+        ])
         .arg("--history")
         .arg(&hist)
         .stdout(Stdio::null())
@@ -41,32 +51,63 @@ fn killed_download_resumes_with_only_missing_ranges() {
             break;
         }
         assert!(Instant::now() < deadline, "download never reached 8 MiB");
-        assert!(child.try_wait().unwrap().is_none(), "haul cp ended before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "haul cp ended before it could be killed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(!dst.exists(), "an unverified file must not appear under its final name");
+    assert!(
+        !dst.exists(),
+        "an unverified file must not appear under its final name"
+    );
     assert!(part.exists(), "the partial file is kept");
     let held = common_ranges(&journal);
-    assert!(held > 0 && held < size as u64, "journal holds part of the file: {held}");
+    assert!(
+        held > 0 && held < size as u64,
+        "journal holds part of the file: {held}"
+    );
 
     let out = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["cp", "--resume", "--json", "-p", "4", &srv.url("big.bin"), dst.to_str().unwrap()])
+        .args([
+            "cp",
+            "--resume",
+            "--json",
+            "-p",
+            "4",
+            &srv.url("big.bin"),
+            dst.to_str().unwrap(),
+        ])
         .arg("--history")
         .arg(&hist)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let moved = j["bytes"].as_u64().unwrap();
-    assert!(moved <= size as u64 - held, "resume moved {moved} bytes, but {held} were already held");
+    assert!(
+        moved <= size as u64 - held,
+        "resume moved {moved} bytes, but {held} were already held"
+    );
     assert_eq!(j["verified_files"], 1);
     assert_eq!(fs::read(&dst).unwrap(), data, "resumed file differs");
-    assert!(!part.exists() && !journal.exists(), "restart state is cleaned up");
+    assert!(
+        !part.exists() && !journal.exists(),
+        "restart state is cleaned up"
+    );
 }
 
 fn common_ranges(journal: &std::path::Path) -> u64 {
-    let Ok(s) = fs::read_to_string(journal) else { return 0 };
-    haul_proto::RangeSet::parse(&s).map(|r| r.covered()).unwrap_or(0)
+    let Ok(s) = fs::read_to_string(journal) else {
+        return 0;
+    };
+    haul_proto::RangeSet::parse(&s)
+        .map(|r| r.covered())
+        .unwrap_or(0)
 }

@@ -28,7 +28,11 @@ fn cmd(s: &mut TcpStream, p: &mut ReplyParser, line: &str) -> u16 {
 }
 
 /// Starts `haul serve` on `root` with a users file and `extra` flags; the child and its address.
-fn serve_users(root: &std::path::Path, users: &std::path::Path, extra: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+fn serve_users(
+    root: &std::path::Path,
+    users: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, std::net::SocketAddr) {
     let mut srv = haul()
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root)
@@ -40,15 +44,27 @@ fn serve_users(root: &std::path::Path, users: &std::path::Path, extra: &[&str]) 
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").parse().expect("an address");
+    BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("haul serve: listening on ")
+        .expect("listen line")
+        .parse()
+        .expect("an address");
     (srv, addr)
 }
 
 #[test]
 fn hash_password_then_login_with_users_file() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = haul().args(["serve", "--hash-password"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = haul()
+        .args(["serve", "--hash-password"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     child.stdin.take().unwrap().write_all(b"hunter2\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -73,7 +89,16 @@ fn hash_password_then_login_with_users_file() {
 
 #[test]
 fn missing_root_is_a_clear_error() {
-    let out = haul().args(["serve", "--root", "/nonexistent/haul-root", "--listen", "127.0.0.1:0"]).output().unwrap();
+    let out = haul()
+        .args([
+            "serve",
+            "--root",
+            "/nonexistent/haul-root",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/haul-root"), "{err}");
@@ -103,8 +128,10 @@ fn many_simultaneous_wrong_passwords_keep_memory_bounded() {
         .map(|i| {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-                sock.bind(&std::net::SocketAddr::from(([127, 0, 1, i], 0)).into()).unwrap();
+                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .unwrap();
+                sock.bind(&std::net::SocketAddr::from(([127, 0, 1, i], 0)).into())
+                    .unwrap();
                 sock.connect(&addr.into()).unwrap();
                 let mut s: TcpStream = sock.into();
                 let mut p = ReplyParser::new();
@@ -122,6 +149,9 @@ fn many_simultaneous_wrong_passwords_keep_memory_bounded() {
     let _ = srv.kill();
     let _ = srv.wait();
     // One argon2id verification holds 19 MiB: 64 at once would pass 1.2 GB.
-    eprintln!("peak RSS after 64 simultaneous wrong passwords: {} MiB", peak >> 20);
+    eprintln!(
+        "peak RSS after 64 simultaneous wrong passwords: {} MiB",
+        peak >> 20
+    );
     assert!(peak < 100 << 20, "peak RSS {} MiB", peak >> 20);
 }

@@ -31,7 +31,15 @@ pub struct AretParams {
 
 impl Default for AretParams {
     fn default() -> Self {
-        AretParams { alpha: 1.2, beta: 0.96, rho: 0.25, xi_initial: 0.075, xi_step: 0.1, xi_min: 0.001, xi_max: 0.5 }
+        AretParams {
+            alpha: 1.2,
+            beta: 0.96,
+            rho: 0.25,
+            xi_initial: 0.075,
+            xi_step: 0.1,
+            xi_min: 0.001,
+            xi_max: 0.5,
+        }
     }
 }
 
@@ -78,7 +86,15 @@ impl Aret {
     pub fn new(params: AretParams, initial: f64, max: f64) -> Aret {
         let max_rate = max.max(1.0);
         let xi = params.xi_initial.clamp(params.xi_min, params.xi_max);
-        Aret { params, rate: initial.clamp(1.0, max_rate), max_rate, eps: 0.0, xi, prev: None, increased: true }
+        Aret {
+            params,
+            rate: initial.clamp(1.0, max_rate),
+            max_rate,
+            eps: 0.0,
+            xi,
+            prev: None,
+            increased: true,
+        }
     }
 
     /// The current rate, bytes/s.
@@ -113,7 +129,11 @@ impl Aret {
         self.prev = Some((m.goodput, theta));
         // Eq. 5.6: S_i = min(α S_{i−1}, S_max) if ε ≤ ξ, else β S_{i−1}.
         self.increased = self.eps <= self.xi;
-        self.rate = if self.increased { (self.rate * p.alpha).min(self.max_rate) } else { (self.rate * p.beta).max(1.0) };
+        self.rate = if self.increased {
+            (self.rate * p.alpha).min(self.max_rate)
+        } else {
+            (self.rate * p.beta).max(1.0)
+        };
         self.rate
     }
 }
@@ -125,8 +145,18 @@ mod tests {
     #[test]
     fn table_matches_the_dissertation() {
         use XiMove::*;
-        let up = [aret_move(true, true, true), aret_move(true, true, false), aret_move(true, false, true), aret_move(true, false, false)];
-        let down = [aret_move(false, true, true), aret_move(false, true, false), aret_move(false, false, true), aret_move(false, false, false)];
+        let up = [
+            aret_move(true, true, true),
+            aret_move(true, true, false),
+            aret_move(true, false, true),
+            aret_move(true, false, false),
+        ];
+        let down = [
+            aret_move(false, true, true),
+            aret_move(false, true, false),
+            aret_move(false, false, true),
+            aret_move(false, false, false),
+        ];
         assert_eq!(up, [Up, Keep, Down, Keep]);
         assert_eq!(down, [Keep, Down, Keep, Up]);
     }
@@ -134,9 +164,18 @@ mod tests {
     #[test]
     fn grows_without_loss_and_backs_off_above_threshold() {
         let mut a = Aret::new(AretParams::default(), 1e6, 100e6);
-        let clean = Measurement { goodput: 1e6, received: 1000, ..Default::default() };
+        let clean = Measurement {
+            goodput: 1e6,
+            received: 1000,
+            ..Default::default()
+        };
         assert!((a.update(&clean) - 1.2e6).abs() < 1.0);
-        let lossy = Measurement { goodput: 1e6, lost: 300, received: 700, ..Default::default() };
+        let lossy = Measurement {
+            goodput: 1e6,
+            lost: 300,
+            received: 700,
+            ..Default::default()
+        };
         let before = a.rate();
         // ε = 0.25·0 + 0.75·0.3 = 0.225 > ξ ≈ 0.075: multiply by β.
         assert!((a.update(&lossy) - before * 0.96).abs() < 1.0);
@@ -147,7 +186,12 @@ mod tests {
     fn threshold_stays_in_bounds() {
         let mut a = Aret::new(AretParams::default(), 1e6, 100e6);
         for k in 0..1000u64 {
-            let m = Measurement { goodput: (k % 7) as f64 * 1e6, lost: k % 5, received: 100, ..Default::default() };
+            let m = Measurement {
+                goodput: (k % 7) as f64 * 1e6,
+                lost: k % 5,
+                received: 100,
+                ..Default::default()
+            };
             a.update(&m);
             assert!((0.001..=0.5).contains(&a.threshold()));
             assert!(a.rate() >= 1.0 && a.rate() <= 100e6);

@@ -76,7 +76,9 @@ impl RateController {
     /// Starts the selected controller at `initial` bytes/s, never exceeding `max` bytes/s.
     pub fn new(kind: RateControl, initial: f64, max: f64) -> RateController {
         match kind {
-            RateControl::RobbinsMonro(p) => RateController::RobbinsMonro(RobbinsMonro::new(p, initial, max)),
+            RateControl::RobbinsMonro(p) => {
+                RateController::RobbinsMonro(RobbinsMonro::new(p, initial, max))
+            }
             RateControl::Aret(p) => RateController::Aret(Aret::new(p, initial, max)),
         }
     }
@@ -127,10 +129,23 @@ mod tests {
         let (nic, mds) = (125e6, 1472.0);
         for rate in [1e6, 50e6, 124e6] {
             let idle = idle_for_rate(rate, nic, mds);
-            assert!((rate_from_idle(idle, nic, mds) - rate).abs() / rate < 1e-9, "rate {rate}");
+            assert!(
+                (rate_from_idle(idle, nic, mds) - rate).abs() / rate < 1e-9,
+                "rate {rate}"
+            );
         }
         assert_eq!(idle_for_rate(200e6, nic, mds), 0.0);
         assert_eq!(rate_from_idle(0.0, nic, mds), nic);
-        assert!((Measurement { lost: 1, received: 3, ..Default::default() }.loss_fraction() - 0.25).abs() < 1e-12);
+        assert!(
+            (Measurement {
+                lost: 1,
+                received: 3,
+                ..Default::default()
+            }
+            .loss_fraction()
+                - 0.25)
+                .abs()
+                < 1e-12
+        );
     }
 }

@@ -105,7 +105,12 @@ impl Default for RmParams {
 }
 
 /// Eq. 2 of 004: ĝ*(k) = [r̂_S(k)(1 − x̂(k))]^β · ĝ_R(k)^(1−β).
-pub fn attainable_goodput(send_rate: f64, retransmit_fraction: f64, goodput: f64, beta: f64) -> f64 {
+pub fn attainable_goodput(
+    send_rate: f64,
+    retransmit_fraction: f64,
+    goodput: f64,
+    beta: f64,
+) -> f64 {
     let sender = (send_rate * (1.0 - retransmit_fraction.clamp(0.0, 1.0))).max(0.0);
     sender.powf(beta) * goodput.max(0.0).powf(1.0 - beta)
 }
@@ -220,8 +225,16 @@ impl RobbinsMonro {
     fn add_base(&mut self, signal: f64, datagrams: u64) {
         let n = f64::from(self.base.1);
         let window = f64::from(self.params.base_window.max(1));
-        let keep = if n >= window { (window - 1.0) / window } else { 1.0 };
-        let count = if n >= window { self.base.1 } else { self.base.1 + 1 };
+        let keep = if n >= window {
+            (window - 1.0) / window
+        } else {
+            1.0
+        };
+        let count = if n >= window {
+            self.base.1
+        } else {
+            self.base.1 + 1
+        };
         let mut x = signal.clamp(-self.params.max_base_loss, self.params.max_base_loss);
         if self.base.1 >= 2 {
             // Huber's clip: a sample far from the estimate (a host stall that moved the
@@ -258,7 +271,11 @@ impl RobbinsMonro {
     /// hundred datagrams; with 1% path loss such a sample often shows a third of it.
     pub fn base_error(&self) -> f64 {
         let n = f64::from(self.base.1.min(self.params.base_window.max(1)));
-        let spread = if n >= 2.0 { self.sample_sd() / n.sqrt() } else { 0.0 };
+        let spread = if n >= 2.0 {
+            self.sample_sd() / n.sqrt()
+        } else {
+            0.0
+        };
         let d = self.base_datagrams.max(0.0);
         if self.base.1 == 0 || d < 1.0 {
             return 0.0;
@@ -276,7 +293,9 @@ impl RobbinsMonro {
     /// steps average the noise of the samples themselves, what the target must cover is the
     /// error of ℓ₀.
     pub fn excess_target(&self) -> f64 {
-        self.params.loss_target.max((2.0 * self.base_error()).min(self.params.max_loss_target))
+        self.params
+            .loss_target
+            .max((2.0 * self.base_error()).min(self.params.max_loss_target))
     }
 
     /// Feeds one control step and returns the next target rate.
@@ -289,7 +308,11 @@ impl RobbinsMonro {
         // Not clamped at 0: the noise of a sample must average out, not bias the estimates.
         // Bounded below: a window in which the sender was idle while its queue drained shows
         // goodput many times the offer, which says nothing about the path's loss.
-        let signal = if m.offered_rate > 0.0 { (1.0 - m.goodput / m.offered_rate).max(-0.5) } else { theta };
+        let signal = if m.offered_rate > 0.0 {
+            (1.0 - m.goodput / m.offered_rate).max(-0.5)
+        } else {
+            theta
+        };
         match self.phase {
             RmPhase::Probe => {
                 // A window that offered no more than the path has already delivered cannot show
@@ -297,13 +320,15 @@ impl RobbinsMonro {
                 // window), and ending the probe on it would start stabilisation far below.
                 // Before any base-loss sample ℓ₀ counts as 0 (a sender that cannot reach its
                 // probe rate never offers a window within `base_margin` of it).
-                let beyond = self.max_goodput > 0.0 && m.offered_rate > self.max_goodput * (1.0 + p.base_margin);
+                let beyond = self.max_goodput > 0.0
+                    && m.offered_rate > self.max_goodput * (1.0 + p.base_margin);
                 self.max_goodput = self.max_goodput.max(m.goodput);
                 let saturated = beyond && signal - self.base_loss() > p.probe_exit;
                 // The measurement lags the rate by about a step: grow again only once the
                 // goodput window saw (most of) the current rate, so each doubling is checked.
                 let caught_up = m.offered_rate <= 0.0 || m.offered_rate >= 0.8 * self.rate;
-                if theta > p.max_base_loss || saturated || (self.rate >= self.max_rate && caught_up) {
+                if theta > p.max_base_loss || saturated || (self.rate >= self.max_rate && caught_up)
+                {
                     // Goodput stopped following the rate: the largest goodput seen is the
                     // bottleneck less the path's base loss. Drain the queue below it for a step.
                     self.bottleneck = self.max_goodput / (1.0 - self.base_loss()).max(0.5);
@@ -362,7 +387,9 @@ impl RobbinsMonro {
         // last changed, or that offered within `settle_tolerance` of it — so steps taken
         // since cannot wind up on a stale one; a sender that cannot reach its target rate is
         // still measured after a few tries.
-        let settled = m.offered_rate <= 0.0 || m.at_current_rate || (m.offered_rate / self.rate - 1.0).abs() < p.settle_tolerance;
+        let settled = m.offered_rate <= 0.0
+            || m.at_current_rate
+            || (m.offered_rate / self.rate - 1.0).abs() < p.settle_tolerance;
         if !settled && self.stale < p.max_stale {
             self.stale += 1;
             return self.rate;
@@ -387,7 +414,11 @@ impl RobbinsMonro {
         // product of queue at 1 Gb/s — and the burst of losses then stalls the window on
         // holes whose retransmissions are lost in the same full queue. With the bound the
         // queue hovers near `max_queue` and the loss signal still finds the bottleneck.
-        let queued = if p.max_queue > 0.0 { ((m.queue_delay - p.max_queue) / p.max_queue).clamp(0.0, 1.0) } else { 0.0 };
+        let queued = if p.max_queue > 0.0 {
+            ((m.queue_delay - p.max_queue) / p.max_queue).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         let error = (paper + setpoint + queued).clamp(-1.0, 1.0);
         // k advances only when the error changes sign (Kesten's rule for stochastic
         // approximation): while the rate is far from the root — after a probe that ended
@@ -402,7 +433,11 @@ impl RobbinsMonro {
         // Three saturated pushes the same way in a row (near the root the noise alternates
         // the sign) halve k: the path changed, or stabilisation began far from the
         // bottleneck, and the steps grow again until the rate gets there.
-        self.push = if error.abs() >= 1.0 && (self.push == 0 || self.push.signum() == sign as i32) { self.push + sign as i32 } else { 0 };
+        self.push = if error.abs() >= 1.0 && (self.push == 0 || self.push.signum() == sign as i32) {
+            self.push + sign as i32
+        } else {
+            0
+        };
         if self.push.abs() >= 3 {
             self.k = (self.k / 2).max(1);
             self.push = 0;
@@ -411,7 +446,8 @@ impl RobbinsMonro {
         // A sample clearly below the bottleneck estimate with no excess shortfall (the rate
         // fell far after a long host stall or a spurious loss signal, when k had grown) takes
         // the first step's gain, so the rate climbs back in a few steps.
-        let below = m.offered_rate > 0.0 && m.offered_rate < self.bottleneck * (1.0 - p.base_margin);
+        let below =
+            m.offered_rate > 0.0 && m.offered_rate < self.bottleneck * (1.0 - p.base_margin);
         let rho = gain(p.b, p.gamma, if below && error < 0.0 { 1 } else { self.k });
         // The step moves the commanded rate. (It used to move the rate measured over the
         // window: a sender whose pacer delivers a few per cent less than commanded — any

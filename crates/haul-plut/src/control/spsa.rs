@@ -32,7 +32,16 @@ pub struct SpsaParams {
 
 impl Default for SpsaParams {
     fn default() -> Self {
-        SpsaParams { initial: 1.0, min: 0.25, max: 2.0, c: 0.5, alpha: 0.602, d: 1.0, perturbation: 0.1, max_step: 0.25 }
+        SpsaParams {
+            initial: 1.0,
+            min: 0.25,
+            max: 2.0,
+            c: 0.5,
+            alpha: 0.602,
+            d: 1.0,
+            perturbation: 0.1,
+            max_step: 0.25,
+        }
     }
 }
 
@@ -49,7 +58,13 @@ pub struct AckSpsa {
 impl AckSpsa {
     /// Starts at `params.initial` RTTs (kept inside the bounds).
     pub fn new(params: SpsaParams) -> AckSpsa {
-        let mut s = AckSpsa { params, k: 0, estimate: params.initial, sign: 1.0, prev: None };
+        let mut s = AckSpsa {
+            params,
+            k: 0,
+            estimate: params.initial,
+            sign: 1.0,
+            prev: None,
+        };
         s.estimate = s.clamp(params.initial);
         s
     }
@@ -62,7 +77,8 @@ impl AckSpsa {
 
     /// The interval to apply now, RTTs: Î(k) ± δ.
     pub fn interval(&self) -> f64 {
-        (self.estimate + self.sign * self.params.perturbation).clamp(self.params.min, self.params.max)
+        (self.estimate + self.sign * self.params.perturbation)
+            .clamp(self.params.min, self.params.max)
     }
 
     /// The estimate Î(k) of the best interval, RTTs.
@@ -82,7 +98,8 @@ impl AckSpsa {
                 let grad = (g_k - g_prev) / scale / (p.d * di);
                 // Eq. 4 (ascent), c_k = c/(k+1)^α.
                 let c_k = p.c / f64::from(self.k + 1).powf(p.alpha);
-                self.estimate = self.clamp(self.estimate + (c_k * grad).clamp(-p.max_step, p.max_step));
+                self.estimate =
+                    self.clamp(self.estimate + (c_k * grad).clamp(-p.max_step, p.max_step));
             }
         }
         self.k = self.k.saturating_add(1);
@@ -104,13 +121,19 @@ mod tests {
     #[test]
     fn climbs_to_the_goodput_peak() {
         for (start, best) in [(0.3, 1.4), (1.9, 0.6)] {
-            let mut s = AckSpsa::new(SpsaParams { initial: start, ..SpsaParams::default() });
+            let mut s = AckSpsa::new(SpsaParams {
+                initial: start,
+                ..SpsaParams::default()
+            });
             for _ in 0..300 {
                 let i = s.interval();
                 s.update(goodput(i, best));
             }
             let settled = s.estimate();
-            assert!((settled - best).abs() < 0.05, "start {start}: settled at {settled}, peak {best}");
+            assert!(
+                (settled - best).abs() < 0.05,
+                "start {start}: settled at {settled}, peak {best}"
+            );
         }
     }
 

@@ -61,7 +61,11 @@ impl Adversary {
         }
         let mut d = real.to_vec();
         match self.rng.gen_range(0..7) {
-            0 => d = (0..self.rng.gen_range(0..120)).map(|_| self.rng.gen()).collect(),
+            0 => {
+                d = (0..self.rng.gen_range(0..120))
+                    .map(|_| self.rng.gen())
+                    .collect()
+            }
             1 => d.truncate(self.rng.gen_range(0..real.len())),
             2 => {
                 let seq = self.count + self.rng.gen_range(0..1000u64);
@@ -98,7 +102,11 @@ impl Adversary {
         }
         let mut d = real.to_vec();
         match self.rng.gen_range(0..5) {
-            0 => d = (0..self.rng.gen_range(0..120)).map(|_| self.rng.gen()).collect(),
+            0 => {
+                d = (0..self.rng.gen_range(0..120))
+                    .map(|_| self.rng.gen())
+                    .collect()
+            }
             1 => d.truncate(self.rng.gen_range(0..real.len())),
             2 => {
                 // Acknowledges datagrams far beyond anything sent.

@@ -14,14 +14,28 @@ fn bad_datagrams_are_dropped_counted_and_harmless() {
         let o = run(&s);
         let (r, snd, inj) = (o.receiver, o.sender, o.injected);
         eprintln!("loss {loss}: injected {inj:?}; receiver {r:?}; sender {snd:?}");
-        assert!(o.completed && o.exact, "loss {loss}: transfer corrupted or stalled");
-        assert!(inj.to_receiver > 100 && inj.replays > 10 && inj.to_sender > 5, "too little injected: {inj:?}");
+        assert!(
+            o.completed && o.exact,
+            "loss {loss}: transfer corrupted or stalled"
+        );
+        assert!(
+            inj.to_receiver > 100 && inj.replays > 10 && inj.to_sender > 5,
+            "too little injected: {inj:?}"
+        );
         // Every non-replay injected towards the receiver is dropped under a reason.
-        assert_eq!(r.malformed + r.foreign + r.forged, inj.to_receiver, "receiver drop counters");
+        assert_eq!(
+            r.malformed + r.foreign + r.forged,
+            inj.to_receiver,
+            "receiver drop counters"
+        );
         assert!(r.malformed > 0 && r.foreign > 0 && r.forged > 0);
         assert!(r.duplicates > 0, "replays were not seen as duplicates");
         // No ACK jitter or loss: every injected ACK is dropped (as malformed, foreign, forged,
         // or stale when it is not newer than the real ACK it copies).
-        assert_eq!(snd.malformed + snd.foreign + snd.forged + snd.stale, inj.to_sender, "sender drop counters");
+        assert_eq!(
+            snd.malformed + snd.foreign + snd.forged + snd.stale,
+            inj.to_sender,
+            "sender drop counters"
+        );
     }
 }

@@ -29,7 +29,10 @@ fn exact_delivery_under_loss() {
         s.link.loss = loss;
         let o = exact(&format!("loss {loss}"), &s);
         if loss > 0.0 {
-            assert!(o.sender.retransmits > 0, "loss {loss} needed no retransmission");
+            assert!(
+                o.sender.retransmits > 0,
+                "loss {loss} needed no retransmission"
+            );
         }
     }
 }
@@ -59,7 +62,13 @@ fn exact_delivery_across_delays() {
 
 #[test]
 fn exact_delivery_with_jumbo_datagrams_and_odd_sizes() {
-    for (seed, size) in [(9, 0), (10, 1), (11, 8931), (12, 8932), (13, (5 << 20) + 17)] {
+    for (seed, size) in [
+        (9, 0),
+        (10, 1),
+        (11, 8931),
+        (12, 8932),
+        (13, (5 << 20) + 17),
+    ] {
         let mut s = Scenario::new(seed, size);
         s.cfg.mds = JUMBO_MDS;
         s.link.loss = 0.01;

@@ -34,7 +34,10 @@ struct Measured {
 }
 
 fn measure(c: &Case) -> Measured {
-    let seed = std::env::var("PLUT_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(c.seed);
+    let seed = std::env::var("PLUT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(c.seed);
     let mut s = Scenario::new(seed, c.size);
     s.link.rate = c.rate;
     s.link.delay = c.one_way;
@@ -52,14 +55,26 @@ fn measure(c: &Case) -> Measured {
     s.limit = 60 * SECOND;
     s.host = c.host;
     let o = run(&s);
-    assert!(o.completed && o.exact, "{}: transfer failed at {} ns", c.name, o.elapsed);
+    assert!(
+        o.completed && o.exact,
+        "{}: transfer failed at {} ns",
+        c.name,
+        o.elapsed
+    );
     let allowed = c.rate * (1.0 - c.loss);
     if std::env::var_os("PLUT_TRACE").is_some() {
         let step = (o.trace.len() / 60).max(1);
         for w in o.trace.chunks(step) {
             let (t, r, b) = w[0];
             let g = o.goodput_between(t, w[w.len() - 1].0.max(t + 1));
-            eprintln!("{} t {:.2} rate {:.0} Mb/s goodput {:.0} Mb/s bytes {}", c.name, t as f64 / 1e9, r * 8e-6, g * 8e-6, b);
+            eprintln!(
+                "{} t {:.2} rate {:.0} Mb/s goodput {:.0} Mb/s bytes {}",
+                c.name,
+                t as f64 / 1e9,
+                r * 8e-6,
+                g * 8e-6,
+                b
+            );
         }
     }
     let end = o.tail_start(c.size);
@@ -87,8 +102,18 @@ fn measure(c: &Case) -> Measured {
 
 fn check(c: &Case, max_extra: f64) -> Measured {
     let r = measure(c);
-    assert!(r.fraction >= c.min_fraction, "{}: goodput {:.1}% of the path after warm-up", c.name, r.fraction * 100.0);
-    assert!(r.extra < max_extra, "{}: {:.3}% of datagrams dropped at the bottleneck queue", c.name, r.extra * 100.0);
+    assert!(
+        r.fraction >= c.min_fraction,
+        "{}: goodput {:.1}% of the path after warm-up",
+        c.name,
+        r.fraction * 100.0
+    );
+    assert!(
+        r.extra < max_extra,
+        "{}: {:.3}% of datagrams dropped at the bottleneck queue",
+        c.name,
+        r.extra * 100.0
+    );
     r
 }
 
@@ -151,7 +176,10 @@ fn ten_gigabit_1ms_no_loss() {
 #[test]
 fn one_gigabit_100ms_random_loss_from_a_busy_host() {
     let mut c = issue5("1G busy host", 54, 10.0 * GBIT);
-    c.host = HostStalls { per_second: 200.0, mean: 1_000_000 };
+    c.host = HostStalls {
+        per_second: 200.0,
+        mean: 1_000_000,
+    };
     // The probe and the climb after it run on noisy samples; once there the rate holds.
     c.min_fraction = 0.9;
     check(&c, 0.01);

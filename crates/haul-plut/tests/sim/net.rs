@@ -79,9 +79,24 @@ impl Scenario {
         Scenario {
             seed,
             size,
-            cfg: Config { session: 0x5eed_0000 ^ seed, initial_rtt: 50_000_000, ..Config::default() },
-            link: Link { rate: 12.5e6, delay: 20_000_000, jitter: 0, loss: 0.0, dup: 0.0, queue: 1 << 20 },
-            ack: AckPath { delay: 20_000_000, jitter: 0, loss: 0.0 },
+            cfg: Config {
+                session: 0x5eed_0000 ^ seed,
+                initial_rtt: 50_000_000,
+                ..Config::default()
+            },
+            link: Link {
+                rate: 12.5e6,
+                delay: 20_000_000,
+                jitter: 0,
+                loss: 0.0,
+                dup: 0.0,
+                queue: 1 << 20,
+            },
+            ack: AckPath {
+                delay: 20_000_000,
+                jitter: 0,
+                loss: 0.0,
+            },
             attack: 0.0,
             limit: 120 * SECOND,
             host: HostStalls::default(),
@@ -122,19 +137,32 @@ impl Outcome {
 
     /// Goodput (distinct payload bytes received, 004's definition) between two trace times.
     pub fn goodput_between(&self, from: Nanos, to: Nanos) -> f64 {
-        let at = |t: Nanos| self.trace.iter().take_while(|s| s.0 <= t).last().map_or(0, |s| s.2);
+        let at = |t: Nanos| {
+            self.trace
+                .iter()
+                .take_while(|s| s.0 <= t)
+                .last()
+                .map_or(0, |s| s.2)
+        };
         (at(to) - at(from)) as f64 * SECOND as f64 / (to - from) as f64
     }
 
     /// When 90% of the file's bytes had been received: the tail, where new data runs out.
     pub fn tail_start(&self, size: usize) -> Nanos {
         let mark = size as u64 / 10 * 9;
-        self.trace.iter().find(|s| s.2 >= mark).map_or(self.elapsed, |s| s.0)
+        self.trace
+            .iter()
+            .find(|s| s.2 >= mark)
+            .map_or(self.elapsed, |s| s.0)
     }
 
     /// Controller rates sampled in [from, to).
     pub fn rates_between(&self, from: Nanos, to: Nanos) -> Vec<f64> {
-        self.trace.iter().filter(|s| s.0 >= from && s.0 < to).map(|s| s.1).collect()
+        self.trace
+            .iter()
+            .filter(|s| s.0 >= from && s.0 < to)
+            .map(|s| s.1)
+            .collect()
     }
 }
 
@@ -158,7 +186,12 @@ struct Net {
 impl Net {
     fn schedule(&mut self, at: Nanos, to_receiver: bool, data: Vec<u8>) {
         self.order += 1;
-        self.events.push(Reverse(Event { at, order: self.order, to_receiver, data }));
+        self.events.push(Reverse(Event {
+            at,
+            order: self.order,
+            to_receiver,
+            data,
+        }));
     }
 
     fn jitter(&mut self, j: Nanos) -> Nanos {
@@ -201,7 +234,13 @@ impl Net {
 pub fn run(s: &Scenario) -> Outcome {
     let mut rng = StdRng::seed_from_u64(s.seed);
     let input: Vec<u8> = (0..s.size).map(|_| rng.gen()).collect();
-    let mut net = Net { rng, events: BinaryHeap::new(), order: 0, busy_until: 0.0, queue_drops: 0 };
+    let mut net = Net {
+        rng,
+        events: BinaryHeap::new(),
+        order: 0,
+        busy_until: 0.0,
+        queue_drops: 0,
+    };
     let mut adversary = Adversary::new(s.seed ^ 0xbad, s.size as u64, s.cfg.payload());
     let mut sender = Sender::new(s.cfg.clone(), s.size as u64).expect("valid config");
     let mut receiver = Receiver::new(s.cfg.clone(), s.size as u64).expect("valid config");
@@ -213,18 +252,27 @@ pub fn run(s: &Scenario) -> Outcome {
     // The sending host's stalls: their own RNG, so a scenario without them draws the same
     // network randomness as before they existed.
     let mut host_rng = StdRng::seed_from_u64(s.seed ^ 0x5747_a115);
-    let exp = |rng: &mut StdRng, mean: f64| -> Nanos { (-mean * (1.0 - rng.gen::<f64>()).ln()) as Nanos };
+    let exp =
+        |rng: &mut StdRng, mean: f64| -> Nanos { (-mean * (1.0 - rng.gen::<f64>()).ln()) as Nanos };
     let stalls = s.host.per_second > 0.0 && s.host.mean > 0;
-    let mut next_stall = if stalls { exp(&mut host_rng, SECOND as f64 / s.host.per_second) } else { Nanos::MAX };
+    let mut next_stall = if stalls {
+        exp(&mut host_rng, SECOND as f64 / s.host.per_second)
+    } else {
+        Nanos::MAX
+    };
     let (mut asleep_until, mut stalled) = (0, 0);
     let mut deferred: Vec<Vec<u8>> = Vec::new();
     // PLUT_TRACE_STEPS=1: the controller's state every 10 ms of simulated time.
     let steps_trace = std::env::var_os("PLUT_TRACE_STEPS").is_some();
     while !(sender.is_done() && receiver.is_complete()) && now < s.limit {
         while net.events.peek().is_some_and(|e| e.0.at <= now) {
-            let Some(Reverse(ev)) = net.events.pop() else { break };
+            let Some(Reverse(ev)) = net.events.pop() else {
+                break;
+            };
             if ev.to_receiver {
-                receiver.handle_datagram(now, &ev.data, &mut output).expect("in-order sink");
+                receiver
+                    .handle_datagram(now, &ev.data, &mut output)
+                    .expect("in-order sink");
             } else if now < asleep_until {
                 deferred.push(ev.data);
             } else {
@@ -243,7 +291,13 @@ pub fn run(s: &Scenario) -> Outcome {
         if receiver.poll_timeout().is_some_and(|t| t <= now) {
             receiver.handle_timeout(now);
         }
-        while let Some(n) = if awake { sender.poll_transmit(now, &mut buf, &input[..]).expect("source") } else { None } {
+        while let Some(n) = if awake {
+            sender
+                .poll_transmit(now, &mut buf, &input[..])
+                .expect("source")
+        } else {
+            None
+        } {
             net.forward(now, &s.link, &buf[..n]);
             if let Some(bad) = adversary.against_receiver(s.attack, &buf[..n]) {
                 net.schedule(now + s.link.delay, true, bad);
@@ -288,16 +342,30 @@ pub fn run(s: &Scenario) -> Outcome {
             }
         }
         while next_trace <= now {
-            trace.push((next_trace, sender.rate(), receiver.stats().accepted * s.cfg.payload() as u64));
+            trace.push((
+                next_trace,
+                sender.rate(),
+                receiver.stats().accepted * s.cfg.payload() as u64,
+            ));
             next_trace += 10_000_000;
         }
         let wake = |t: Nanos| t.max(asleep_until);
-        let sender_next = if now < asleep_until { Some(asleep_until) } else { sender.poll_timeout().map(wake) };
-        let next = [net.events.peek().map(|e| e.0.at), sender_next, receiver.poll_timeout(), Some(next_trace), stalls.then_some(next_stall.max(now + 1))]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(s.limit);
+        let sender_next = if now < asleep_until {
+            Some(asleep_until)
+        } else {
+            sender.poll_timeout().map(wake)
+        };
+        let next = [
+            net.events.peek().map(|e| e.0.at),
+            sender_next,
+            receiver.poll_timeout(),
+            Some(next_trace),
+            stalls.then_some(next_stall.max(now + 1)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(s.limit);
         if next <= now {
             spins += 1;
             assert!(spins < 1_000_000, "simulation livelock at {now} ns");

@@ -17,7 +17,10 @@ fn within(name: &str, s: &Scenario, bound: Nanos) -> Outcome {
         o.receiver.timeout_acks,
         o.sender.stale
     );
-    assert!(o.completed && o.exact, "{name}: incomplete or inexact after {secs:.1} s");
+    assert!(
+        o.completed && o.exact,
+        "{name}: incomplete or inexact after {secs:.1} s"
+    );
     assert!(o.elapsed < bound, "{name}: took {secs:.1} s");
     o
 }
@@ -58,5 +61,9 @@ fn send_buffer_grows_from_the_heap_instead_of_stalling() {
     s.ack.delay = 100_000_000;
     s.link.loss = 0.01;
     let o = within("64-datagram send buffer", &s, 6 * SECOND);
-    assert!(o.sender.heap_grows > 0 && o.buffer_capacity > 64, "buffer never grew: {}", o.buffer_capacity);
+    assert!(
+        o.sender.heap_grows > 0 && o.buffer_capacity > 64,
+        "buffer never grew: {}",
+        o.buffer_capacity
+    );
 }

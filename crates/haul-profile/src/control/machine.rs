@@ -20,7 +20,9 @@ impl Link {
 
     fn next(&mut self, bytes: &[u8]) -> Result<Option<Msg>> {
         self.decoder.feed(bytes);
-        self.decoder.next_msg().map_err(|e| ProfileError::Protocol(e.to_string()))
+        self.decoder
+            .next_msg()
+            .map_err(|e| ProfileError::Protocol(e.to_string()))
     }
 }
 
@@ -96,7 +98,12 @@ pub struct Client {
 impl Client {
     /// A client that will propose `params`.
     pub fn new(params: ProfileParams) -> Client {
-        Client { state: ClientState::AwaitEst, params, link: Link::default(), server_report: None }
+        Client {
+            state: ClientState::AwaitEst,
+            params,
+            link: Link::default(),
+            server_report: None,
+        }
     }
 
     /// The current state.
@@ -130,7 +137,11 @@ impl Client {
     pub fn handle(&mut self, m: Msg) -> Result<Option<ClientEvent>> {
         use ClientState as S;
         let ev = match (self.state, m) {
-            (S::Failed, _) => return Err(ProfileError::Protocol("control channel already failed".into())),
+            (S::Failed, _) => {
+                return Err(ProfileError::Protocol(
+                    "control channel already failed".into(),
+                ))
+            }
             (_, Msg::Error(reason)) => {
                 self.state = S::Failed;
                 return Err(ProfileError::Remote(reason));
@@ -154,11 +165,18 @@ impl Client {
             }
             (S::AwaitStreams, Msg::CreateStreams(ports)) => {
                 if ports.len() != self.params.streams as usize {
-                    let e = ProfileError::Protocol(format!("server opened {} data ports for {} streams", ports.len(), self.params.streams));
+                    let e = ProfileError::Protocol(format!(
+                        "server opened {} data ports for {} streams",
+                        ports.len(),
+                        self.params.streams
+                    ));
                     return Err(self.fail_with(e));
                 }
                 self.state = S::Connecting;
-                Some(ClientEvent::ConnectStreams { params: Box::new(self.params.clone()), ports })
+                Some(ClientEvent::ConnectStreams {
+                    params: Box::new(self.params.clone()),
+                    ports,
+                })
             }
             (S::AwaitStart, Msg::Start) => {
                 self.state = S::Running;
@@ -176,10 +194,15 @@ impl Client {
             }
             (S::AwaitDone, Msg::Done) => {
                 self.state = S::Finished;
-                Some(ClientEvent::Finished(self.server_report.take().unwrap_or_default()))
+                Some(ClientEvent::Finished(
+                    self.server_report.take().unwrap_or_default(),
+                ))
             }
             (s, m) => {
-                let e = ProfileError::Protocol(format!("unexpected {} from the server in state {s:?}", m.name()));
+                let e = ProfileError::Protocol(format!(
+                    "unexpected {} from the server in state {s:?}",
+                    m.name()
+                ));
                 return Err(self.fail_with(e));
             }
         };
@@ -188,7 +211,11 @@ impl Client {
 
     fn step(&mut self, from: ClientState, to: ClientState, msg: Msg) -> Result<()> {
         if self.state != from {
-            return Err(ProfileError::Protocol(format!("client cannot send {} in state {:?}", msg.name(), self.state)));
+            return Err(ProfileError::Protocol(format!(
+                "client cannot send {} in state {:?}",
+                msg.name(),
+                self.state
+            )));
         }
         self.link.send(&msg);
         self.state = to;
@@ -207,7 +234,11 @@ impl Client {
 
     /// Sends the sender-side results (EXCHANGE_PROFILE).
     pub fn send_results(&mut self, r: SideReport) -> Result<()> {
-        self.step(ClientState::Ended, ClientState::AwaitExchange, Msg::Exchange(r))
+        self.step(
+            ClientState::Ended,
+            ClientState::AwaitExchange,
+            Msg::Exchange(r),
+        )
     }
 
     /// Queues ERROR with `reason` and fails the machine.
@@ -292,7 +323,10 @@ impl Server {
     pub fn new() -> Server {
         let mut link = Link::default();
         link.send(&Msg::CtrlChanEst);
-        Server { state: ServerState::AwaitHandshake, link }
+        Server {
+            state: ServerState::AwaitHandshake,
+            link,
+        }
     }
 
     /// The current state.
@@ -326,7 +360,11 @@ impl Server {
     pub fn handle(&mut self, m: Msg) -> Result<Option<ServerEvent>> {
         use ServerState as S;
         let ev = match (self.state, m) {
-            (S::Failed, _) => return Err(ProfileError::Protocol("control channel already failed".into())),
+            (S::Failed, _) => {
+                return Err(ProfileError::Protocol(
+                    "control channel already failed".into(),
+                ))
+            }
             (_, Msg::Error(reason)) => {
                 self.state = S::Failed;
                 return Err(ProfileError::Remote(reason));
@@ -363,7 +401,10 @@ impl Server {
                 Some(ServerEvent::Finished)
             }
             (s, m) => {
-                let e = ProfileError::Protocol(format!("unexpected {} from the client in state {s:?}", m.name()));
+                let e = ProfileError::Protocol(format!(
+                    "unexpected {} from the client in state {s:?}",
+                    m.name()
+                ));
                 return Err(self.fail_with(e));
             }
         };
@@ -372,7 +413,11 @@ impl Server {
 
     fn step(&mut self, from: ServerState, to: ServerState, msg: Msg) -> Result<()> {
         if self.state != from {
-            return Err(ProfileError::Protocol(format!("server cannot send {} in state {:?}", msg.name(), self.state)));
+            return Err(ProfileError::Protocol(format!(
+                "server cannot send {} in state {:?}",
+                msg.name(),
+                self.state
+            )));
         }
         self.link.send(&msg);
         self.state = to;
@@ -381,12 +426,20 @@ impl Server {
 
     /// θ is acceptable (possibly adjusted): sends PARAMS back.
     pub fn params_accepted(&mut self, p: ProfileParams) -> Result<()> {
-        self.step(ServerState::Configuring, ServerState::AwaitCreate, Msg::Params(Box::new(p)))
+        self.step(
+            ServerState::Configuring,
+            ServerState::AwaitCreate,
+            Msg::Params(Box::new(p)),
+        )
     }
 
     /// The data channels listen on `ports`: acknowledges CREATE_STREAMS.
     pub fn listening(&mut self, ports: Vec<u16>) -> Result<()> {
-        self.step(ServerState::Listening, ServerState::AwaitStart, Msg::CreateStreams(ports))
+        self.step(
+            ServerState::Listening,
+            ServerState::AwaitStart,
+            Msg::CreateStreams(ports),
+        )
     }
 
     /// Every data channel is accepted: acknowledges PROFILING_START.
@@ -401,7 +454,11 @@ impl Server {
 
     /// Sends the receiver-side results.
     pub fn results(&mut self, r: SideReport) -> Result<()> {
-        self.step(ServerState::Exchanging, ServerState::AwaitDone, Msg::Exchange(r))
+        self.step(
+            ServerState::Exchanging,
+            ServerState::AwaitDone,
+            Msg::Exchange(r),
+        )
     }
 
     /// Queues ERROR with `reason` and fails the machine.

@@ -55,7 +55,10 @@ pub struct Hello {
 impl Hello {
     /// This build's hello.
     pub fn ours() -> Hello {
-        Hello { version: VERSION, software: format!("haul-profile {}", env!("CARGO_PKG_VERSION")) }
+        Hello {
+            version: VERSION,
+            software: format!("haul-profile {}", env!("CARGO_PKG_VERSION")),
+        }
     }
 }
 
@@ -156,7 +159,10 @@ impl Msg {
             Msg::Handshake(h) => serde_json::to_vec(h).unwrap_or_default(),
             Msg::Params(p) => serde_json::to_vec(p).unwrap_or_default(),
             Msg::CreateStreams(ports) if ports.is_empty() => Vec::new(),
-            Msg::CreateStreams(ports) => serde_json::to_vec(&Ports { ports: ports.clone() }).unwrap_or_default(),
+            Msg::CreateStreams(ports) => serde_json::to_vec(&Ports {
+                ports: ports.clone(),
+            })
+            .unwrap_or_default(),
             Msg::Exchange(r) => serde_json::to_vec(r).unwrap_or_default(),
             Msg::Error(s) => {
                 let mut end = s.len().min(MAX_PAYLOAD);
@@ -186,7 +192,11 @@ impl Msg {
             if payload.is_empty() {
                 Ok(m)
             } else {
-                Err(DecodeError(format!("{} carries {} unexpected payload bytes", m.name(), payload.len())))
+                Err(DecodeError(format!(
+                    "{} carries {} unexpected payload bytes",
+                    m.name(),
+                    payload.len()
+                )))
             }
         };
         match ty {
@@ -194,7 +204,9 @@ impl Msg {
             code::HANDSHAKE => Ok(Msg::Handshake(json("HANDSHAKE", payload)?)),
             code::PARAMS => Ok(Msg::Params(Box::new(json("PARAMS", payload)?))),
             code::CREATE_STREAMS if payload.is_empty() => Ok(Msg::CreateStreams(Vec::new())),
-            code::CREATE_STREAMS => Ok(Msg::CreateStreams(json::<Ports>("CREATE_STREAMS", payload)?.ports)),
+            code::CREATE_STREAMS => Ok(Msg::CreateStreams(
+                json::<Ports>("CREATE_STREAMS", payload)?.ports,
+            )),
             code::PROFILING_START => empty(Msg::Start),
             code::PROFILING_END => empty(Msg::End),
             code::EXCHANGE_PROFILE => Ok(Msg::Exchange(json("EXCHANGE_PROFILE", payload)?)),
@@ -230,7 +242,9 @@ impl Decoder {
         let ty = self.buf[0];
         let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
         if len > MAX_PAYLOAD {
-            return Err(DecodeError(format!("frame of {len} bytes exceeds the {MAX_PAYLOAD}-byte limit")));
+            return Err(DecodeError(format!(
+                "frame of {len} bytes exceeds the {MAX_PAYLOAD}-byte limit"
+            )));
         }
         if self.buf.len() < HEADER + len {
             return Ok(None);

@@ -16,7 +16,11 @@ fn pump_to_client(s: &mut Server, c: &mut Client) -> Vec<ClientEvent> {
 
 #[test]
 fn full_control_flow_reaches_done_on_both_sides() {
-    let params = ProfileParams { streams: 3, transport: TransportKind::Udt, ..Default::default() };
+    let params = ProfileParams {
+        streams: 3,
+        transport: TransportKind::Udt,
+        ..Default::default()
+    };
     let mut c = Client::new(params.clone());
     let mut s = Server::new();
     assert!(pump_to_client(&mut s, &mut c).is_empty());
@@ -27,27 +31,63 @@ fn full_control_flow_reaches_done_on_both_sides() {
     assert_eq!(ev, vec![ServerEvent::Configure(Box::new(params.clone()))]);
     s.params_accepted(params.clone()).unwrap();
     assert!(pump_to_client(&mut s, &mut c).is_empty());
-    assert_eq!(pump_to_server(&mut c, &mut s), vec![ServerEvent::CreateStreams]);
+    assert_eq!(
+        pump_to_server(&mut c, &mut s),
+        vec![ServerEvent::CreateStreams]
+    );
     s.listening(vec![5001, 5002, 5003]).unwrap();
     let ev = pump_to_client(&mut s, &mut c);
-    assert_eq!(ev, vec![ClientEvent::ConnectStreams { params: Box::new(params), ports: vec![5001, 5002, 5003] }]);
+    assert_eq!(
+        ev,
+        vec![ClientEvent::ConnectStreams {
+            params: Box::new(params),
+            ports: vec![5001, 5002, 5003]
+        }]
+    );
     c.streams_connected().unwrap();
     assert_eq!(pump_to_server(&mut c, &mut s), vec![ServerEvent::Start]);
     s.started().unwrap();
-    assert_eq!(pump_to_client(&mut s, &mut c), vec![ClientEvent::StartTransfer]);
+    assert_eq!(
+        pump_to_client(&mut s, &mut c),
+        vec![ClientEvent::StartTransfer]
+    );
     c.transfer_done().unwrap();
     assert_eq!(pump_to_server(&mut c, &mut s), vec![ServerEvent::End]);
     s.ended().unwrap();
-    assert_eq!(pump_to_client(&mut s, &mut c), vec![ClientEvent::TransferEnded]);
-    let sent = SideReport { streams: vec![StreamSide { bytes: 10, seconds: 1.0, ..Default::default() }], duration_s: 1.0 };
+    assert_eq!(
+        pump_to_client(&mut s, &mut c),
+        vec![ClientEvent::TransferEnded]
+    );
+    let sent = SideReport {
+        streams: vec![StreamSide {
+            bytes: 10,
+            seconds: 1.0,
+            ..Default::default()
+        }],
+        duration_s: 1.0,
+    };
     c.send_results(sent.clone()).unwrap();
-    assert_eq!(pump_to_server(&mut c, &mut s), vec![ServerEvent::Exchange(sent)]);
-    let got = SideReport { streams: vec![StreamSide { bytes: 9, seconds: 1.1, lost: Some(1), ..Default::default() }], duration_s: 1.1 };
+    assert_eq!(
+        pump_to_server(&mut c, &mut s),
+        vec![ServerEvent::Exchange(sent)]
+    );
+    let got = SideReport {
+        streams: vec![StreamSide {
+            bytes: 9,
+            seconds: 1.1,
+            lost: Some(1),
+            ..Default::default()
+        }],
+        duration_s: 1.1,
+    };
     s.results(got.clone()).unwrap();
     assert!(pump_to_client(&mut s, &mut c).is_empty());
     assert_eq!(pump_to_server(&mut c, &mut s), vec![ServerEvent::Finished]);
     assert_eq!(s.state(), ServerState::Finished);
-    assert_eq!(pump_to_client(&mut s, &mut c), vec![ClientEvent::Finished(got)]);
+    assert_eq!(
+        pump_to_client(&mut s, &mut c),
+        vec![ClientEvent::Finished(got)]
+    );
     assert_eq!(c.state(), ClientState::Finished);
 }
 
@@ -55,7 +95,10 @@ fn full_control_flow_reaches_done_on_both_sides() {
 fn version_mismatch_sends_error_and_fails() {
     let mut s = Server::new();
     let _ = s.transmit();
-    let hello = Msg::Handshake(Hello { version: 99, software: "future".into() });
+    let hello = Msg::Handshake(Hello {
+        version: 99,
+        software: "future".into(),
+    });
     let err = s.feed(&hello.to_bytes()).unwrap_err();
     assert!(err.to_string().contains("version 99"), "{err}");
     assert_eq!(s.state(), ServerState::Failed);
@@ -68,7 +111,10 @@ fn version_mismatch_sends_error_and_fails() {
 fn out_of_order_message_is_a_protocol_error_with_an_error_reply() {
     let mut c = Client::new(ProfileParams::default());
     let err = c.feed(&Msg::Start.to_bytes()).unwrap_err();
-    assert!(matches!(err, ProfileError::Protocol(ref m) if m.contains("PROFILING_START")), "{err}");
+    assert!(
+        matches!(err, ProfileError::Protocol(ref m) if m.contains("PROFILING_START")),
+        "{err}"
+    );
     assert_eq!(c.state(), ClientState::Failed);
     assert_eq!(c.transmit()[0], code::ERROR);
 }
@@ -76,19 +122,28 @@ fn out_of_order_message_is_a_protocol_error_with_an_error_reply() {
 #[test]
 fn peer_error_is_reported_as_remote() {
     let mut c = Client::new(ProfileParams::default());
-    let err = c.feed(&Msg::Error("transport udt is not available".into()).to_bytes()).unwrap_err();
+    let err = c
+        .feed(&Msg::Error("transport udt is not available".into()).to_bytes())
+        .unwrap_err();
     assert!(matches!(err, ProfileError::Remote(ref m) if m.contains("udt")));
 }
 
 #[test]
 fn wrong_number_of_ports_fails_the_client() {
-    let mut c = Client::new(ProfileParams { streams: 2, ..Default::default() });
+    let mut c = Client::new(ProfileParams {
+        streams: 2,
+        ..Default::default()
+    });
     let mut s = Server::new();
     pump_to_client(&mut s, &mut c);
     pump_to_server(&mut c, &mut s);
     pump_to_client(&mut s, &mut c);
     pump_to_server(&mut c, &mut s);
-    s.params_accepted(ProfileParams { streams: 2, ..Default::default() }).unwrap();
+    s.params_accepted(ProfileParams {
+        streams: 2,
+        ..Default::default()
+    })
+    .unwrap();
     pump_to_client(&mut s, &mut c);
     pump_to_server(&mut c, &mut s);
     s.listening(vec![1]).unwrap();
@@ -113,17 +168,34 @@ fn oversized_frame_is_rejected_before_buffering() {
 fn arb_msg() -> impl Strategy<Value = Msg> {
     prop_oneof![
         Just(Msg::CtrlChanEst),
-        (any::<u16>(), "[a-z0-9 .]{0,20}").prop_map(|(v, s)| Msg::Handshake(Hello { version: v, software: s })),
-        (1u32..64, 0.1f64..100.0, proptest::option::of(1u64..1 << 26)).prop_map(|(p, d, l)| Msg::Params(Box::new(
-            ProfileParams { streams: p, duration_s: d, block: l, ..Default::default() }
-        ))),
+        (any::<u16>(), "[a-z0-9 .]{0,20}").prop_map(|(v, s)| Msg::Handshake(Hello {
+            version: v,
+            software: s
+        })),
+        (1u32..64, 0.1f64..100.0, proptest::option::of(1u64..1 << 26)).prop_map(|(p, d, l)| {
+            Msg::Params(Box::new(ProfileParams {
+                streams: p,
+                duration_s: d,
+                block: l,
+                ..Default::default()
+            }))
+        }),
         proptest::collection::vec(any::<u16>(), 0..8).prop_map(Msg::CreateStreams),
         Just(Msg::Start),
         Just(Msg::End),
-        proptest::collection::vec((any::<u32>(), 0.0f64..1e4), 0..4).prop_map(|v| Msg::Exchange(SideReport {
-            streams: v.into_iter().map(|(b, s)| StreamSide { bytes: u64::from(b), seconds: s, ..Default::default() }).collect(),
-            duration_s: 1.5,
-        })),
+        proptest::collection::vec((any::<u32>(), 0.0f64..1e4), 0..4).prop_map(|v| Msg::Exchange(
+            SideReport {
+                streams: v
+                    .into_iter()
+                    .map(|(b, s)| StreamSide {
+                        bytes: u64::from(b),
+                        seconds: s,
+                        ..Default::default()
+                    })
+                    .collect(),
+                duration_s: 1.5,
+            }
+        )),
         Just(Msg::Done),
         ".{0,40}".prop_map(Msg::Error),
     ]

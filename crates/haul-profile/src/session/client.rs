@@ -29,13 +29,21 @@ pub struct ClientOptions<'a> {
 impl ClientOptions<'_> {
     /// Options for `server` with a 10 s connect timeout and no interval callback.
     pub fn new(server: &str) -> ClientOptions<'static> {
-        ClientOptions { server: server.to_string(), connect_timeout: Duration::from_secs(10), on_interval: None }
+        ClientOptions {
+            server: server.to_string(),
+            connect_timeout: Duration::from_secs(10),
+            on_interval: None,
+        }
     }
 }
 
 /// Resolves `HOST[:PORT]`, `[v6]:PORT` or a bare address.
 pub fn resolve(server: &str) -> Result<SocketAddr> {
-    let with_port = if server.parse::<SocketAddr>().is_ok() || server.rsplit_once(':').is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok()) {
+    let with_port = if server.parse::<SocketAddr>().is_ok()
+        || server
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.contains(':') && p.parse::<u16>().is_ok())
+    {
         server.to_string()
     } else if server.parse::<IpAddr>().is_ok_and(|ip| ip.is_ipv6()) {
         format!("[{server}]:{DEFAULT_PORT}")
@@ -61,11 +69,16 @@ pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Res
     let warnings: Vec<String> = params.block_warning().into_iter().collect();
     let addr = resolve(&opts.server)?;
     let peer = addr.to_string();
-    let mut ctl = TcpStream::connect_timeout(&addr, opts.connect_timeout).map_err(|e| ProfileError::io(format!("control connection to {addr}"), e))?;
+    let mut ctl = TcpStream::connect_timeout(&addr, opts.connect_timeout)
+        .map_err(|e| ProfileError::io(format!("control connection to {addr}"), e))?;
     let _ = ctl.set_nodelay(true);
-    let budget = Duration::from_secs_f64(params.duration_s.min(86_400.0) + params.idle_timeout_s + 60.0);
-    ctl.set_read_timeout(Some(budget)).map_err(|e| ProfileError::io("control read timeout", e))?;
-    let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let budget =
+        Duration::from_secs_f64(params.duration_s.min(86_400.0) + params.idle_timeout_s + 60.0);
+    ctl.set_read_timeout(Some(budget))
+        .map_err(|e| ProfileError::io("control read timeout", e))?;
+    let started_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let mut m = Client::new(params);
     let mut buf = vec![0u8; 64 * 1024];
     let mut channels: Vec<Box<dyn Channel>> = Vec::new();
@@ -86,7 +99,16 @@ pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Res
             let step = match ev {
                 ClientEvent::ConnectStreams { params, ports } => {
                     accepted = *params;
-                    connect_all(&*t, &accepted, addr.ip(), &ports, opts.connect_timeout, &mut channels, &mut addrs).and_then(|()| m.streams_connected())
+                    connect_all(
+                        &*t,
+                        &accepted,
+                        addr.ip(),
+                        &ports,
+                        opts.connect_timeout,
+                        &mut channels,
+                        &mut addrs,
+                    )
+                    .and_then(|()| m.streams_connected())
                 }
                 ClientEvent::StartTransfer => {
                     let chans = std::mem::take(&mut channels);
@@ -98,7 +120,16 @@ pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Res
                 ClientEvent::TransferEnded => m.send_results(sender.clone()),
                 ClientEvent::Finished(receiver) => {
                     flush(&mut ctl, &m.transmit(), &peer)?;
-                    return Ok(ProfileReport::build(&opts.server, accepted, started_at, &sender, &receiver, &addrs, intervals, warnings));
+                    return Ok(ProfileReport::build(
+                        &opts.server,
+                        accepted,
+                        started_at,
+                        &sender,
+                        &receiver,
+                        &addrs,
+                        intervals,
+                        warnings,
+                    ));
                 }
             };
             if let Err(e) = step {
@@ -124,13 +155,21 @@ fn connect_all(
         let nic = (!p.nics.is_empty()).then(|| p.nics[i % p.nics.len()]);
         let remote = SocketAddr::new(nic.map_or(server_ip, |n| n.dst), *port);
         out.push(t.connect(p, nic.map(|n| n.src), remote, timeout)?);
-        addrs.push((nic.map_or("default".to_string(), |n| n.src.to_string()), remote.to_string()));
+        addrs.push((
+            nic.map_or("default".to_string(), |n| n.src.to_string()),
+            remote.to_string(),
+        ));
     }
     Ok(())
 }
 
 /// Runs every sender thread and samples the counters each interval.
-fn send_all(p: &ProfileParams, chans: Vec<Box<dyn Channel>>, opts: &mut ClientOptions<'_>, intervals: &mut Vec<Interval>) -> Result<SideReport> {
+fn send_all(
+    p: &ProfileParams,
+    chans: Vec<Box<dyn Channel>>,
+    opts: &mut ClientOptions<'_>,
+    intervals: &mut Vec<Interval>,
+) -> Result<SideReport> {
     let n = chans.len();
     let ctr = counters(n);
     let stop = Arc::new(AtomicBool::new(false));
@@ -142,7 +181,17 @@ fn send_all(p: &ProfileParams, chans: Vec<Box<dyn Channel>>, opts: &mut ClientOp
             let (p, ctr, stop) = (p.clone(), ctr.clone(), stop.clone());
             let quota = p.bytes.map(|b| streams::quota(b, n, index));
             std::thread::spawn(move || {
-                let r = streams::run_sender(&p, SendJob { index, channel, quota }, start, &ctr, &stop);
+                let r = streams::run_sender(
+                    &p,
+                    SendJob {
+                        index,
+                        channel,
+                        quota,
+                    },
+                    start,
+                    &ctr,
+                    &stop,
+                );
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -169,7 +218,13 @@ fn send_all(p: &ProfileParams, chans: Vec<Box<dyn Channel>>, opts: &mut ClientOp
         let cur: Vec<u64> = ctr.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let stream_bytes: Vec<u64> = cur.iter().zip(&last).map(|(c, l)| c - l).collect();
         let bytes = stream_bytes.iter().sum::<u64>();
-        let iv = Interval { start_s: t0, end_s: t1, bps: bytes as f64 * 8.0 / (t1 - t0).max(1e-9), stream_bytes, bytes };
+        let iv = Interval {
+            start_s: t0,
+            end_s: t1,
+            bps: bytes as f64 * 8.0 / (t1 - t0).max(1e-9),
+            stream_bytes,
+            bytes,
+        };
         if let Some(cb) = opts.on_interval.as_mut() {
             cb(&iv);
         }
@@ -180,7 +235,13 @@ fn send_all(p: &ProfileParams, chans: Vec<Box<dyn Channel>>, opts: &mut ClientOp
     }
     let mut sides = Vec::with_capacity(n);
     for h in handles {
-        sides.push(h.join().map_err(|_| ProfileError::Protocol("a sender thread panicked".into()))??);
+        sides.push(
+            h.join()
+                .map_err(|_| ProfileError::Protocol("a sender thread panicked".into()))??,
+        );
     }
-    Ok(SideReport { duration_s: start.elapsed().as_secs_f64(), streams: sides })
+    Ok(SideReport {
+        duration_s: start.elapsed().as_secs_f64(),
+        streams: sides,
+    })
 }

@@ -18,17 +18,27 @@ fn flush(s: &mut TcpStream, bytes: &[u8], peer: &str) -> Result<()> {
     if bytes.is_empty() {
         return Ok(());
     }
-    s.write_all(bytes).map_err(|e| ProfileError::io(format!("control channel write to {peer}"), e))
+    s.write_all(bytes)
+        .map_err(|e| ProfileError::io(format!("control channel write to {peer}"), e))
 }
 
 /// Reads whatever control bytes arrive next (an error on EOF or timeout).
 fn read_some(s: &mut TcpStream, buf: &mut [u8], peer: &str) -> Result<usize> {
     loop {
         match s.read(buf) {
-            Ok(0) => return Err(ProfileError::Protocol(format!("{peer} closed the control channel"))),
+            Ok(0) => {
+                return Err(ProfileError::Protocol(format!(
+                    "{peer} closed the control channel"
+                )))
+            }
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ProfileError::io(format!("control channel read from {peer}"), e)),
+            Err(e) => {
+                return Err(ProfileError::io(
+                    format!("control channel read from {peer}"),
+                    e,
+                ))
+            }
         }
     }
 }

@@ -48,17 +48,23 @@ struct Run {
 impl Server {
     /// Binds the control listener.
     pub fn bind(addr: SocketAddr) -> Result<Server> {
-        let listener = TcpListener::bind(addr).map_err(|e| ProfileError::io(format!("listen on {addr}"), e))?;
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| ProfileError::io(format!("listen on {addr}"), e))?;
         Ok(Server { listener })
     }
 
     /// The bound control address.
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        self.listener.local_addr().map_err(|e| ProfileError::io("control listener address", e))
+        self.listener
+            .local_addr()
+            .map_err(|e| ProfileError::io("control listener address", e))
     }
 
     /// Serves runs forever, calling `on_run` after each one (successful or not).
-    pub fn serve(&self, mut on_run: impl FnMut(std::result::Result<RunSummary, (Option<SocketAddr>, ProfileError)>)) {
+    pub fn serve(
+        &self,
+        mut on_run: impl FnMut(std::result::Result<RunSummary, (Option<SocketAddr>, ProfileError)>),
+    ) {
         loop {
             on_run(self.serve_one());
         }
@@ -66,22 +72,42 @@ impl Server {
 
     /// Accepts one control connection and serves one run.
     pub fn serve_one(&self) -> std::result::Result<RunSummary, (Option<SocketAddr>, ProfileError)> {
-        let (ctl, client) = self.listener.accept().map_err(|e| (None, ProfileError::io("accept control connection", e)))?;
-        let mut run = Run { params: None, transport: None, listeners: Vec::new(), receivers: Vec::new(), stop: Arc::new(AtomicBool::new(false)), start: Instant::now(), received: None };
+        let (ctl, client) = self
+            .listener
+            .accept()
+            .map_err(|e| (None, ProfileError::io("accept control connection", e)))?;
+        let mut run = Run {
+            params: None,
+            transport: None,
+            listeners: Vec::new(),
+            receivers: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            start: Instant::now(),
+            received: None,
+        };
         let r = serve_conn(ctl, client, &mut run);
         run.stop.store(true, Ordering::Relaxed);
         for h in run.receivers.drain(..) {
             let _ = h.join();
         }
-        r.map(|()| RunSummary { client, params: run.params, received: run.received }).map_err(|e| (Some(client), e))
+        r.map(|()| RunSummary {
+            client,
+            params: run.params,
+            received: run.received,
+        })
+        .map_err(|e| (Some(client), e))
     }
 }
 
 fn serve_conn(mut ctl: TcpStream, client: SocketAddr, run: &mut Run) -> Result<()> {
     let peer = client.to_string();
-    let local_ip = ctl.local_addr().map_err(|e| ProfileError::io("control socket address", e))?.ip();
+    let local_ip = ctl
+        .local_addr()
+        .map_err(|e| ProfileError::io("control socket address", e))?
+        .ip();
     let _ = ctl.set_nodelay(true);
-    ctl.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| ProfileError::io("control read timeout", e))?;
+    ctl.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| ProfileError::io("control read timeout", e))?;
     let mut m = control::Server::new();
     flush(&mut ctl, &m.transmit(), &peer)?;
     let mut buf = vec![0u8; 64 * 1024];
@@ -128,7 +154,11 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
             let mut ports = Vec::new();
             let mut listeners = Vec::new();
             for i in 0..p.streams as usize {
-                let ip = if p.nics.is_empty() { local_ip } else { p.nics[i % p.nics.len()].dst };
+                let ip = if p.nics.is_empty() {
+                    local_ip
+                } else {
+                    p.nics[i % p.nics.len()].dst
+                };
                 let l = t.listen(p, SocketAddr::new(ip, 0))?;
                 ports.push(l.port());
                 listeners.push(l);
@@ -137,7 +167,10 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
             m.listening(ports)
         }
         ServerEvent::Start => {
-            let p = run.params.clone().ok_or_else(|| ProfileError::Protocol("START before PARAMS".into()))?;
+            let p = run
+                .params
+                .clone()
+                .ok_or_else(|| ProfileError::Protocol("START before PARAMS".into()))?;
             let mut chans = Vec::new();
             for l in run.listeners.iter_mut() {
                 chans.push(l.accept(ACCEPT_TIMEOUT)?);
@@ -147,7 +180,9 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
             run.start = Instant::now();
             for (i, ch) in chans.into_iter().enumerate() {
                 let (p, ctr, stop, start) = (p.clone(), ctr.clone(), run.stop.clone(), run.start);
-                run.receivers.push(std::thread::spawn(move || streams::run_receiver(&p, i, ch, start, &ctr, &stop)));
+                run.receivers.push(std::thread::spawn(move || {
+                    streams::run_receiver(&p, i, ch, start, &ctr, &stop)
+                }));
             }
             m.started()
         }
@@ -155,10 +190,17 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
             run.stop.store(true, Ordering::Relaxed);
             let mut sides = Vec::new();
             for h in run.receivers.drain(..) {
-                sides.push(h.join().map_err(|_| ProfileError::Protocol("a receiver thread panicked".into()))??);
+                sides.push(
+                    h.join().map_err(|_| {
+                        ProfileError::Protocol("a receiver thread panicked".into())
+                    })??,
+                );
             }
             let duration_s = sides.iter().map(|s| s.seconds).fold(0.0, f64::max);
-            run.received = Some(SideReport { streams: sides, duration_s });
+            run.received = Some(SideReport {
+                streams: sides,
+                duration_s,
+            });
             m.ended()
         }
         ServerEvent::Exchange(_) => m.results(run.received.clone().unwrap_or_default()),
@@ -169,6 +211,8 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
 fn parts(run: &Run) -> Result<(&ProfileParams, &dyn Transport)> {
     match (&run.params, &run.transport) {
         (Some(p), Some(t)) => Ok((p, t.as_ref())),
-        _ => Err(ProfileError::Protocol("CREATE_STREAMS before PARAMS".into())),
+        _ => Err(ProfileError::Protocol(
+            "CREATE_STREAMS before PARAMS".into(),
+        )),
     }
 }

@@ -63,7 +63,13 @@ pub fn quota(total: u64, n: usize, i: usize) -> u64 {
 }
 
 /// Runs one sender to completion; `stop` aborts it early (another stream failed).
-pub fn run_sender(p: &ProfileParams, mut job: SendJob, start: Instant, counters: &Counters, stop: &AtomicBool) -> Result<StreamSide> {
+pub fn run_sender(
+    p: &ProfileParams,
+    mut job: SendJob,
+    start: Instant,
+    counters: &Counters,
+    stop: &AtomicBool,
+) -> Result<StreamSide> {
     pin_stream(p, job.index);
     let l = p.block_size() as usize;
     let block = test_block(l);
@@ -100,11 +106,25 @@ pub fn run_sender(p: &ProfileParams, mut job: SendJob, start: Instant, counters:
     drop(job.channel);
     result?;
     closed?;
-    Ok(StreamSide { bytes: sent, seconds, rtt_ms: perf.rtt_ms, retransmits: perf.retransmits, packets: perf.packets, lost: None })
+    Ok(StreamSide {
+        bytes: sent,
+        seconds,
+        rtt_ms: perf.rtt_ms,
+        retransmits: perf.retransmits,
+        packets: perf.packets,
+        lost: None,
+    })
 }
 
 /// Runs one receiver until the final block, the idle timeout, or `stop` plus a quiet poll.
-pub fn run_receiver(p: &ProfileParams, index: usize, mut ch: Box<dyn Channel>, start: Instant, counters: &Counters, stop: &AtomicBool) -> Result<StreamSide> {
+pub fn run_receiver(
+    p: &ProfileParams,
+    index: usize,
+    mut ch: Box<dyn Channel>,
+    start: Instant,
+    counters: &Counters,
+    stop: &AtomicBool,
+) -> Result<StreamSide> {
     pin_stream(p, index);
     let mut buf = vec![0u8; (p.block_size() as usize).max(65_536)];
     let idle_limit = Duration::from_secs_f64(p.idle_timeout_s);
@@ -130,7 +150,14 @@ pub fn run_receiver(p: &ProfileParams, index: usize, mut ch: Box<dyn Channel>, s
     }
     let perf = ch.perfmon();
     let seconds = last.map_or(0.0, |t| t.duration_since(start).as_secs_f64());
-    Ok(StreamSide { bytes, seconds, rtt_ms: perf.rtt_ms, retransmits: perf.retransmits, packets: perf.packets, lost: perf.lost })
+    Ok(StreamSide {
+        bytes,
+        seconds,
+        rtt_ms: perf.rtt_ms,
+        retransmits: perf.retransmits,
+        packets: perf.packets,
+        lost: perf.lost,
+    })
 }
 
 #[cfg(test)]

@@ -56,7 +56,13 @@ pub trait Transport: Send + Sync {
     /// `tpg_listen`: opens one server data channel at `addr` (port 0 picks a free one).
     fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>>;
     /// `tpg_connect`: opens one client data channel to `remote`, bound to `local` if given.
-    fn connect(&self, p: &ProfileParams, local: Option<IpAddr>, remote: SocketAddr, timeout: Duration) -> Result<Box<dyn Channel>>;
+    fn connect(
+        &self,
+        p: &ProfileParams,
+        local: Option<IpAddr>,
+        remote: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Box<dyn Channel>>;
 }
 
 /// A listening server data channel.
@@ -99,6 +105,10 @@ pub fn udt_available() -> bool {
 }
 
 /// Wraps an IO error with what was done and where.
-fn io_err(what: impl std::fmt::Display, addr: impl std::fmt::Display, e: std::io::Error) -> ProfileError {
+fn io_err(
+    what: impl std::fmt::Display,
+    addr: impl std::fmt::Display,
+    e: std::io::Error,
+) -> ProfileError {
     ProfileError::io(format!("{what} {addr}"), e)
 }

@@ -39,7 +39,12 @@ fn nic_rate(p: &ProfileParams) -> f64 {
 
 /// The session configuration of every flow of the run.
 fn flow_config(p: &ProfileParams) -> Result<Config> {
-    let session = p.plut.session.ok_or_else(|| ProfileError::param("plut.session", "missing from θ (the client draws one for each run)"))?;
+    let session = p.plut.session.ok_or_else(|| {
+        ProfileError::param(
+            "plut.session",
+            "missing from θ (the client draws one for each run)",
+        )
+    })?;
     let mut cfg = pio::config(session, p.packet_size() as usize, nic_rate(p), FLOW_BUFFER);
     cfg.rate_control = match p.plut.controller {
         PlutController::Rm => RateControl::default(),
@@ -48,21 +53,27 @@ fn flow_config(p: &ProfileParams) -> Result<Config> {
     if let Some(r) = p.plut.initial_rate {
         cfg.initial_rate = r as f64;
     }
-    cfg.validate().map_err(|e| ProfileError::param("--plut-*", e.to_string()))?;
+    cfg.validate()
+        .map_err(|e| ProfileError::param("--plut-*", e.to_string()))?;
     Ok(cfg)
 }
 
 fn tuning(p: &ProfileParams) -> Tuning {
     let default = Tuning::default();
     Tuning {
-        socket_buffer: p.buffer.map_or(default.socket_buffer, |b| usize::try_from(b).unwrap_or(usize::MAX)),
+        socket_buffer: p.buffer.map_or(default.socket_buffer, |b| {
+            usize::try_from(b).unwrap_or(usize::MAX)
+        }),
         idle_timeout: Duration::from_secs_f64(p.idle_timeout_s),
         ..default
     }
 }
 
 fn plut_err(channel: SocketAddr) -> impl FnOnce(PlutError) -> ProfileError {
-    move |source| ProfileError::Plut { channel: channel.to_string(), source }
+    move |source| ProfileError::Plut {
+        channel: channel.to_string(),
+        source,
+    }
 }
 
 impl Transport for Plut {
@@ -75,7 +86,10 @@ impl Transport for Plut {
         if !(MIN_MDS..=MAX_MDS).contains(&m) {
             return Err(ProfileError::param("-M", format!("PLUT datagram size {m} ({MIN_MDS}..={MAX_MDS}; 1472, or 8972 with jumbo frames)")));
         }
-        for (flag, v) in [("--plut-initial-rate", p.plut.initial_rate), ("--plut-max-rate", p.plut.max_rate)] {
+        for (flag, v) in [
+            ("--plut-initial-rate", p.plut.initial_rate),
+            ("--plut-max-rate", p.plut.max_rate),
+        ] {
             if v == Some(0) {
                 return Err(ProfileError::param(flag, "rate must be positive"));
             }
@@ -86,18 +100,52 @@ impl Transport for Plut {
     fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let tuning = tuning(p);
         let sock = pio::bind(addr, &tuning).map_err(|e| io_err("bind PLUT", addr, e))?;
-        let local = sock.local_addr().map_err(|e| io_err("local address of", addr, e))?;
-        let rx = StreamReceiver::new(sock, Check(Pattern::new(p.block_size())), &flow_config(p)?, &tuning).map_err(plut_err(local))?;
-        Ok(Box::new(PlutListen { rx: Some(rx), local }))
+        let local = sock
+            .local_addr()
+            .map_err(|e| io_err("local address of", addr, e))?;
+        let rx = StreamReceiver::new(
+            sock,
+            Check(Pattern::new(p.block_size())),
+            &flow_config(p)?,
+            &tuning,
+        )
+        .map_err(plut_err(local))?;
+        Ok(Box::new(PlutListen {
+            rx: Some(rx),
+            local,
+        }))
     }
 
-    fn connect(&self, p: &ProfileParams, local: Option<IpAddr>, remote: SocketAddr, _timeout: Duration) -> Result<Box<dyn Channel>> {
+    fn connect(
+        &self,
+        p: &ProfileParams,
+        local: Option<IpAddr>,
+        remote: SocketAddr,
+        _timeout: Duration,
+    ) -> Result<Box<dyn Channel>> {
         let tuning = tuning(p);
-        let ip = local.unwrap_or(if remote.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { Ipv6Addr::UNSPECIFIED.into() });
+        let ip = local.unwrap_or(if remote.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            Ipv6Addr::UNSPECIFIED.into()
+        });
         let bind = SocketAddr::new(ip, 0);
         let sock = pio::bind(bind, &tuning).map_err(|e| io_err("bind PLUT", bind, e))?;
-        let tx = StreamSender::new(sock, remote, Pattern::new(p.block_size()), &flow_config(p)?, &tuning).map_err(plut_err(remote))?;
-        Ok(Box::new(PlutSend { tx, remote, block: p.block_size(), checked: false, closed: false }))
+        let tx = StreamSender::new(
+            sock,
+            remote,
+            Pattern::new(p.block_size()),
+            &flow_config(p)?,
+            &tuning,
+        )
+        .map_err(plut_err(remote))?;
+        Ok(Box::new(PlutSend {
+            tx,
+            remote,
+            block: p.block_size(),
+            checked: false,
+            closed: false,
+        }))
     }
 }
 
@@ -111,8 +159,16 @@ struct Pattern {
 impl Pattern {
     fn new(l: u64) -> Pattern {
         let block = test_block(usize::try_from(l.max(1)).unwrap_or(1));
-        let bytes = block.iter().copied().cycle().take(block.len() + MAX_MDS).collect();
-        Pattern { period: block.len() as u64, bytes }
+        let bytes = block
+            .iter()
+            .copied()
+            .cycle()
+            .take(block.len() + MAX_MDS)
+            .collect();
+        Pattern {
+            period: block.len() as u64,
+            bytes,
+        }
     }
 
     /// Up to `len` bytes of the stream from `offset`.
@@ -141,7 +197,10 @@ impl haul_plut::Sink for Check {
             let got = &buf[done..done + want.len()];
             if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
                 let at = offset + (done + i) as u64;
-                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("stream byte {at} is {} where {} was sent", got[i], want[i])));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("stream byte {at} is {} where {} was sent", got[i], want[i]),
+                ));
             }
             done += want.len();
         }
@@ -161,8 +220,16 @@ impl Listener for PlutListen {
 
     /// Datagrams need no handshake: the bound socket is the channel (one accept per listener).
     fn accept(&mut self, _timeout: Duration) -> Result<Box<dyn Channel>> {
-        let rx = self.rx.take().ok_or_else(|| ProfileError::Protocol(format!("PLUT port {} accepted twice", self.local.port())))?;
-        Ok(Box::new(PlutRecv { rx, local: self.local, reported: 0, pending: 0, ended: false }))
+        let rx = self.rx.take().ok_or_else(|| {
+            ProfileError::Protocol(format!("PLUT port {} accepted twice", self.local.port()))
+        })?;
+        Ok(Box::new(PlutRecv {
+            rx,
+            local: self.local,
+            reported: 0,
+            pending: 0,
+            ended: false,
+        }))
     }
 }
 
@@ -182,15 +249,21 @@ impl Channel for PlutSend {
     fn send(&mut self, block: &[u8]) -> Result<()> {
         if !self.checked {
             if block.len() as u64 > self.block || block != test_block(block.len()) {
-                return Err(ProfileError::Protocol("PLUT profile channels carry the profile's test block only".into()));
+                return Err(ProfileError::Protocol(
+                    "PLUT profile channels carry the profile's test block only".into(),
+                ));
             }
             self.checked = true;
         }
-        self.tx.write(block.len() as u64).map_err(plut_err(self.remote))
+        self.tx
+            .write(block.len() as u64)
+            .map_err(plut_err(self.remote))
     }
 
     fn recv(&mut self, _buf: &mut [u8]) -> Result<Recv> {
-        Err(ProfileError::Protocol("a PLUT profile channel sends or receives, not both".into()))
+        Err(ProfileError::Protocol(
+            "a PLUT profile channel sends or receives, not both".into(),
+        ))
     }
 
     /// Ends the stream: returns once the receiver has every byte sent and knows the length.
@@ -204,7 +277,12 @@ impl Channel for PlutSend {
 
     fn perfmon(&self) -> Perf {
         let s = self.tx.stats();
-        Perf { rtt_ms: Some(self.tx.srtt() as f64 / 1e6), retransmits: Some(s.retransmits), packets: Some(s.datagrams_sent), lost: None }
+        Perf {
+            rtt_ms: Some(self.tx.srtt() as f64 / 1e6),
+            retransmits: Some(s.retransmits),
+            packets: Some(s.datagrams_sent),
+            lost: None,
+        }
     }
 }
 
@@ -220,7 +298,9 @@ struct PlutRecv {
 
 impl Channel for PlutRecv {
     fn send(&mut self, _block: &[u8]) -> Result<()> {
-        Err(ProfileError::Protocol("a PLUT profile channel sends or receives, not both".into()))
+        Err(ProfileError::Protocol(
+            "a PLUT profile channel sends or receives, not both".into(),
+        ))
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<Recv> {
@@ -244,7 +324,10 @@ impl Channel for PlutRecv {
 
     fn perfmon(&self) -> Perf {
         let s = self.rx.stats();
-        Perf { packets: Some(s.accepted), ..Perf::default() }
+        Perf {
+            packets: Some(s.accepted),
+            ..Perf::default()
+        }
     }
 }
 
@@ -259,7 +342,10 @@ mod tests {
         let mut buf = vec![0u8; 3000];
         let n = p.read_at(&mut buf, 1990).expect("read");
         let block = test_block(1000);
-        assert!(buf[..n].iter().enumerate().all(|(i, &b)| b == block[(1990 + i) % 1000]));
+        assert!(buf[..n]
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == block[(1990 + i) % 1000]));
         let mut check = Check(Pattern::new(1000));
         assert!(check.write_at(&buf[..n], 1990).is_ok());
         buf[7] ^= 1;
@@ -270,17 +356,31 @@ mod tests {
     #[test]
     fn rates_and_datagram_sizes_are_checked() {
         let p = |f: fn(&mut ProfileParams)| {
-            let mut p = ProfileParams { transport: TransportKind::Plut, ..Default::default() };
+            let mut p = ProfileParams {
+                transport: TransportKind::Plut,
+                ..Default::default()
+            };
             p.plut.session = Some(1);
             f(&mut p);
             Plut.init(&p)
         };
         assert!(p(|_| {}).is_ok());
         assert!(p(|p| p.packet = Some(8972)).is_ok());
-        assert!(p(|p| p.packet = Some(100)).unwrap_err().to_string().contains("-M"));
-        assert!(p(|p| p.plut.max_rate = Some(0)).unwrap_err().to_string().contains("--plut-max-rate"));
+        assert!(p(|p| p.packet = Some(100))
+            .unwrap_err()
+            .to_string()
+            .contains("-M"));
+        assert!(p(|p| p.plut.max_rate = Some(0))
+            .unwrap_err()
+            .to_string()
+            .contains("--plut-max-rate"));
         assert!(p(|p| p.plut.session = None).is_err());
-        let mut q = ProfileParams { transport: TransportKind::Plut, streams: 4, rate_bps: Some(4_000_000_000), ..Default::default() };
+        let mut q = ProfileParams {
+            transport: TransportKind::Plut,
+            streams: 4,
+            rate_bps: Some(4_000_000_000),
+            ..Default::default()
+        };
         assert_eq!(nic_rate(&q), 125e6, "-b is shared by the streams");
         q.plut.max_rate = Some(1_000_000);
         assert_eq!(nic_rate(&q), 1e6);

@@ -16,9 +16,22 @@ use crate::{ProfileError, Result};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tcp;
 
-fn setsockopt_raw(s: &Socket, level: libc::c_int, name: libc::c_int, val: &[u8]) -> std::io::Result<()> {
+fn setsockopt_raw(
+    s: &Socket,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: &[u8],
+) -> std::io::Result<()> {
     // SAFETY: `val` is a valid buffer of the given length for the duration of the call.
-    let rc = unsafe { libc::setsockopt(s.as_raw_fd(), level, name, val.as_ptr().cast(), val.len() as libc::socklen_t) };
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            val.as_ptr().cast(),
+            val.len() as libc::socklen_t,
+        )
+    };
     if rc == 0 {
         Ok(())
     } else {
@@ -29,16 +42,22 @@ fn setsockopt_raw(s: &Socket, level: libc::c_int, name: libc::c_int, val: &[u8])
 fn configure(s: &Socket, p: &ProfileParams) -> Result<()> {
     if let Some(b) = p.buffer {
         let b = usize::try_from(b).map_err(|_| ProfileError::param("-w", "buffer too large"))?;
-        s.set_send_buffer_size(b).map_err(|e| io_err("SO_SNDBUF", b, e))?;
-        s.set_recv_buffer_size(b).map_err(|e| io_err("SO_RCVBUF", b, e))?;
+        s.set_send_buffer_size(b)
+            .map_err(|e| io_err("SO_SNDBUF", b, e))?;
+        s.set_recv_buffer_size(b)
+            .map_err(|e| io_err("SO_RCVBUF", b, e))?;
     }
     if let Some(cc) = &p.tcp.congestion {
         setsockopt_raw(s, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes()).map_err(|e| {
-            ProfileError::param("--congestion", format!("{cc}: {e} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"))
+            ProfileError::param(
+                "--congestion",
+                format!("{cc}: {e} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+            )
         })?;
     }
     if let Some(mss) = p.tcp.mss {
-        s.set_mss(mss).map_err(|e| ProfileError::param("--mss", format!("{mss}: {e}")))?;
+        s.set_mss(mss)
+            .map_err(|e| ProfileError::param("--mss", format!("{mss}: {e}")))?;
     }
     if let Some(rate) = p.tcp.pacing {
         let v = u32::try_from(rate).unwrap_or(u32::MAX).to_ne_bytes();
@@ -49,7 +68,12 @@ fn configure(s: &Socket, p: &ProfileParams) -> Result<()> {
 }
 
 fn new_socket(addr: &SocketAddr, p: &ProfileParams) -> Result<Socket> {
-    let s = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP)).map_err(|e| io_err("TCP socket for", addr, e))?;
+    let s = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| io_err("TCP socket for", addr, e))?;
     configure(&s, p)?;
     Ok(s)
 }
@@ -65,21 +89,33 @@ impl Transport for Tcp {
 
     fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let s = new_socket(&addr, p)?;
-        s.set_reuse_address(true).map_err(|e| io_err("SO_REUSEADDR", addr, e))?;
+        s.set_reuse_address(true)
+            .map_err(|e| io_err("SO_REUSEADDR", addr, e))?;
         s.bind(&addr.into()).map_err(|e| io_err("bind", addr, e))?;
         s.listen(128).map_err(|e| io_err("listen", addr, e))?;
         let l: TcpListener = s.into();
-        let port = l.local_addr().map_err(|e| io_err("local address of", addr, e))?.port();
+        let port = l
+            .local_addr()
+            .map_err(|e| io_err("local address of", addr, e))?
+            .port();
         Ok(Box::new(TcpListen { l, port }))
     }
 
-    fn connect(&self, p: &ProfileParams, local: Option<IpAddr>, remote: SocketAddr, timeout: Duration) -> Result<Box<dyn Channel>> {
+    fn connect(
+        &self,
+        p: &ProfileParams,
+        local: Option<IpAddr>,
+        remote: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Box<dyn Channel>> {
         let s = new_socket(&remote, p)?;
         if let Some(ip) = local {
             let a = SocketAddr::new(ip, 0);
-            s.bind(&SockAddr::from(a)).map_err(|e| io_err("bind", a, e))?;
+            s.bind(&SockAddr::from(a))
+                .map_err(|e| io_err("bind", a, e))?;
         }
-        s.connect_timeout(&remote.into(), timeout).map_err(|e| io_err("TCP data connection to", remote, e))?;
+        s.connect_timeout(&remote.into(), timeout)
+            .map_err(|e| io_err("TCP data connection to", remote, e))?;
         Ok(Box::new(TcpChannel::new(s.into())?))
     }
 }
@@ -96,11 +132,14 @@ impl Listener for TcpListen {
 
     fn accept(&mut self, timeout: Duration) -> Result<Box<dyn Channel>> {
         let deadline = Instant::now() + timeout;
-        self.l.set_nonblocking(true).map_err(|e| io_err("nonblocking listener", self.port, e))?;
+        self.l
+            .set_nonblocking(true)
+            .map_err(|e| io_err("nonblocking listener", self.port, e))?;
         loop {
             match self.l.accept() {
                 Ok((c, _)) => {
-                    c.set_nonblocking(false).map_err(|e| io_err("blocking data socket on port", self.port, e))?;
+                    c.set_nonblocking(false)
+                        .map_err(|e| io_err("blocking data socket on port", self.port, e))?;
                     return Ok(Box::new(TcpChannel::new(c)?));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
@@ -118,21 +157,31 @@ struct TcpChannel {
 
 impl TcpChannel {
     fn new(s: TcpStream) -> Result<TcpChannel> {
-        s.set_read_timeout(Some(POLL)).map_err(|e| io_err("read timeout", "on a TCP data channel", e))?;
+        s.set_read_timeout(Some(POLL))
+            .map_err(|e| io_err("read timeout", "on a TCP data channel", e))?;
         Ok(TcpChannel { s })
     }
 }
 
 impl Channel for TcpChannel {
     fn send(&mut self, block: &[u8]) -> Result<()> {
-        self.s.write_all(block).map_err(|e| io_err("TCP send", "on a data channel", e))
+        self.s
+            .write_all(block)
+            .map_err(|e| io_err("TCP send", "on a data channel", e))
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<Recv> {
         match self.s.read(buf) {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(n)),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => Ok(Recv::Idle),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(Recv::Idle)
+            }
             Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(Recv::Eof),
             Err(e) => Err(io_err("TCP recv", "on a data channel", e)),
         }
@@ -140,7 +189,9 @@ impl Channel for TcpChannel {
 
     fn close(&mut self) -> Result<()> {
         match self.s.shutdown(Shutdown::Write) {
-            Err(e) if e.kind() != ErrorKind::NotConnected => Err(io_err("TCP shutdown", "of a data channel", e)),
+            Err(e) if e.kind() != ErrorKind::NotConnected => {
+                Err(io_err("TCP shutdown", "of a data channel", e))
+            }
             _ => Ok(()),
         }
     }
@@ -155,7 +206,15 @@ fn tcp_info(s: &TcpStream) -> Option<Perf> {
     // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    let rc = unsafe { libc::getsockopt(s.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
     (rc == 0).then(|| Perf {
         rtt_ms: Some(f64::from(info.tcpi_rtt) / 1000.0),
         retransmits: Some(u64::from(info.tcpi_total_retrans)),

@@ -23,13 +23,17 @@ const FIN_COPIES: usize = 3;
 pub struct Udp;
 
 fn socket(addr: &SocketAddr, p: &ProfileParams, bind: SocketAddr) -> Result<UdpSocket> {
-    let s = Socket::new(Domain::for_address(*addr), Type::DGRAM, Some(Protocol::UDP)).map_err(|e| io_err("UDP socket for", addr, e))?;
+    let s = Socket::new(Domain::for_address(*addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| io_err("UDP socket for", addr, e))?;
     if let Some(b) = p.buffer {
         let b = usize::try_from(b).map_err(|_| ProfileError::param("-w", "buffer too large"))?;
-        s.set_send_buffer_size(b).map_err(|e| io_err("SO_SNDBUF", b, e))?;
-        s.set_recv_buffer_size(b).map_err(|e| io_err("SO_RCVBUF", b, e))?;
+        s.set_send_buffer_size(b)
+            .map_err(|e| io_err("SO_SNDBUF", b, e))?;
+        s.set_recv_buffer_size(b)
+            .map_err(|e| io_err("SO_RCVBUF", b, e))?;
     }
-    s.bind(&bind.into()).map_err(|e| io_err("bind UDP", bind, e))?;
+    s.bind(&bind.into())
+        .map_err(|e| io_err("bind UDP", bind, e))?;
     Ok(s.into())
 }
 
@@ -40,21 +44,41 @@ impl Transport for Udp {
 
     fn init(&self, p: &ProfileParams) -> Result<()> {
         if (p.packet_size() as usize) < HEADER || p.packet_size() > 65_507 {
-            return Err(ProfileError::param("-M", format!("UDP datagram size {} (16..=65507)", p.packet_size())));
+            return Err(ProfileError::param(
+                "-M",
+                format!("UDP datagram size {} (16..=65507)", p.packet_size()),
+            ));
         }
         Ok(())
     }
 
     fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let s = socket(&addr, p, addr)?;
-        let port = s.local_addr().map_err(|e| io_err("local address of", addr, e))?.port();
+        let port = s
+            .local_addr()
+            .map_err(|e| io_err("local address of", addr, e))?
+            .port();
         Ok(Box::new(UdpListen { s: Some(s), port }))
     }
 
-    fn connect(&self, p: &ProfileParams, local: Option<IpAddr>, remote: SocketAddr, _timeout: Duration) -> Result<Box<dyn Channel>> {
-        let bind = SocketAddr::new(local.unwrap_or(if remote.is_ipv4() { [0, 0, 0, 0].into() } else { [0u16; 8].into() }), 0);
+    fn connect(
+        &self,
+        p: &ProfileParams,
+        local: Option<IpAddr>,
+        remote: SocketAddr,
+        _timeout: Duration,
+    ) -> Result<Box<dyn Channel>> {
+        let bind = SocketAddr::new(
+            local.unwrap_or(if remote.is_ipv4() {
+                [0, 0, 0, 0].into()
+            } else {
+                [0u16; 8].into()
+            }),
+            0,
+        );
         let s = socket(&remote, p, bind)?;
-        s.connect(remote).map_err(|e| io_err("UDP connect to", remote, e))?;
+        s.connect(remote)
+            .map_err(|e| io_err("UDP connect to", remote, e))?;
         Ok(Box::new(UdpChannel::new(s, p.packet_size() as usize)?))
     }
 }
@@ -71,7 +95,9 @@ impl Listener for UdpListen {
 
     /// UDP is connectionless: the bound socket is the channel (one accept per listener).
     fn accept(&mut self, _timeout: Duration) -> Result<Box<dyn Channel>> {
-        let s = self.s.take().ok_or_else(|| ProfileError::Protocol(format!("UDP port {} accepted twice", self.port)))?;
+        let s = self.s.take().ok_or_else(|| {
+            ProfileError::Protocol(format!("UDP port {} accepted twice", self.port))
+        })?;
         Ok(Box::new(UdpChannel::new(s, 65_536)?))
     }
 }
@@ -87,8 +113,16 @@ struct UdpChannel {
 
 impl UdpChannel {
     fn new(s: UdpSocket, packet: usize) -> Result<UdpChannel> {
-        s.set_read_timeout(Some(POLL)).map_err(|e| io_err("read timeout", "on a UDP channel", e))?;
-        Ok(UdpChannel { s, packet, seq: 0, buf: vec![0; 65_536], received: 0, max_seq: None })
+        s.set_read_timeout(Some(POLL))
+            .map_err(|e| io_err("read timeout", "on a UDP channel", e))?;
+        Ok(UdpChannel {
+            s,
+            packet,
+            seq: 0,
+            buf: vec![0; 65_536],
+            received: 0,
+            max_seq: None,
+        })
     }
 
     fn datagram(&mut self, len: usize, flags: u64) -> Result<()> {
@@ -98,7 +132,11 @@ impl UdpChannel {
         match self.s.send(&self.buf[..len]) {
             Ok(_) => {}
             // A full socket buffer or a refused port drops the datagram, like the network would.
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::ConnectionRefused) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::ConnectionRefused
+                ) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
             Err(e) => return Err(io_err("UDP send", "on a data channel", e)),
         }
         if flags != FLAG_FIN {
@@ -132,7 +170,15 @@ impl Channel for UdpChannel {
                 Ok(Recv::Data(n))
             }
             Ok(_) => Ok(Recv::Idle),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted | ErrorKind::ConnectionRefused) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock
+                        | ErrorKind::TimedOut
+                        | ErrorKind::Interrupted
+                        | ErrorKind::ConnectionRefused
+                ) =>
+            {
                 Ok(Recv::Idle)
             }
             Err(e) => Err(io_err("UDP recv", "on a data channel", e)),
@@ -148,9 +194,20 @@ impl Channel for UdpChannel {
 
     fn perfmon(&self) -> Perf {
         match self.max_seq {
-            Some(m) => Perf { packets: Some(self.received), lost: Some((m + 1).saturating_sub(self.received)), ..Perf::default() },
-            None if self.seq > 0 => Perf { packets: Some(self.seq), ..Perf::default() },
-            None => Perf { packets: Some(0), lost: Some(0), ..Perf::default() },
+            Some(m) => Perf {
+                packets: Some(self.received),
+                lost: Some((m + 1).saturating_sub(self.received)),
+                ..Perf::default()
+            },
+            None if self.seq > 0 => Perf {
+                packets: Some(self.seq),
+                ..Perf::default()
+            },
+            None => Perf {
+                packets: Some(0),
+                lost: Some(0),
+                ..Perf::default()
+            },
         }
     }
 }

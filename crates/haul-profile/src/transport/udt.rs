@@ -28,7 +28,10 @@ mod unavailable {
     pub struct Udt;
 
     fn missing() -> ProfileError {
-        ProfileError::Unavailable("udt".into(), "haul was built without UDT4 (libudt-dev)".into())
+        ProfileError::Unavailable(
+            "udt".into(),
+            "haul was built without UDT4 (libudt-dev)".into(),
+        )
     }
 
     impl Transport for Udt {
@@ -41,7 +44,13 @@ mod unavailable {
         fn listen(&self, _p: &ProfileParams, _a: SocketAddr) -> Result<Box<dyn Listener>> {
             Err(missing())
         }
-        fn connect(&self, _p: &ProfileParams, _l: Option<IpAddr>, _r: SocketAddr, _t: Duration) -> Result<Box<dyn Channel>> {
+        fn connect(
+            &self,
+            _p: &ProfileParams,
+            _l: Option<IpAddr>,
+            _r: SocketAddr,
+            _t: Duration,
+        ) -> Result<Box<dyn Channel>> {
             Err(missing())
         }
     }
@@ -75,7 +84,13 @@ mod imp {
         fn hu_send(s: c_int, buf: *const c_char, len: c_int) -> c_int;
         fn hu_recv(s: c_int, buf: *mut c_char, len: c_int) -> c_int;
         fn hu_close(s: c_int) -> c_int;
-        fn hu_perfmon(s: c_int, rtt_ms: *mut f64, send_mbps: *mut f64, retrans: *mut i64, lost: *mut i64) -> c_int;
+        fn hu_perfmon(
+            s: c_int,
+            rtt_ms: *mut f64,
+            send_mbps: *mut f64,
+            retrans: *mut i64,
+            lost: *mut i64,
+        ) -> c_int;
     }
 
     const OPT_MSS: c_int = 0;
@@ -96,8 +111,13 @@ mod imp {
 
     fn last_error(what: &str) -> ProfileError {
         // SAFETY: UDT returns a pointer to a NUL-terminated thread-local string.
-        let msg = unsafe { CStr::from_ptr(hu_last_error()) }.to_string_lossy().into_owned();
-        ProfileError::Udt { what: what.into(), message: msg }
+        let msg = unsafe { CStr::from_ptr(hu_last_error()) }
+            .to_string_lossy()
+            .into_owned();
+        ProfileError::Udt {
+            what: what.into(),
+            message: msg,
+        }
     }
 
     fn check(rc: c_int, what: &str) -> Result<c_int> {
@@ -109,27 +129,73 @@ mod imp {
     }
 
     fn int_opt(name: &str, v: u64) -> Result<i64> {
-        i32::try_from(v).map(i64::from).map_err(|_| ProfileError::param(name, format!("{v} does not fit a UDT int option")))
+        i32::try_from(v)
+            .map(i64::from)
+            .map_err(|_| ProfileError::param(name, format!("{v} does not fit a UDT int option")))
     }
 
     /// Creates a UDT socket with θ's options set (they must precede bind / connect).
     fn new_socket(p: &ProfileParams, addr: &SocketAddr) -> Result<Sock> {
         // SAFETY: plain FFI calls on integers.
-        let s = Sock(check(unsafe { hu_socket(if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 }) }, "socket")?);
+        let s = Sock(check(
+            unsafe {
+                hu_socket(if addr.is_ipv4() {
+                    libc::AF_INET
+                } else {
+                    libc::AF_INET6
+                })
+            },
+            "socket",
+        )?);
         let mss = i64::from(p.packet_size() + IP_UDP_HEADER);
         let opts = [
             (OPT_MSS, Some(mss), "UDT_MSS"),
-            (OPT_SNDBUF, p.udt.sndbuf.map(|v| int_opt("--udt-sndbuf", v)).transpose()?, "UDT_SNDBUF"),
-            (OPT_RCVBUF, p.udt.rcvbuf.map(|v| int_opt("--udt-rcvbuf", v)).transpose()?, "UDT_RCVBUF"),
-            (OPT_UDP_SNDBUF, p.udt.udp_sndbuf.map(|v| int_opt("--udp-sndbuf", v)).transpose()?, "UDP_SNDBUF"),
-            (OPT_UDP_RCVBUF, p.udt.udp_rcvbuf.map(|v| int_opt("--udp-rcvbuf", v)).transpose()?, "UDP_RCVBUF"),
-            (OPT_MAXBW, p.udt.maxbw.map(|v| v.min(i64::MAX as u64) as i64), "UDT_MAXBW"),
+            (
+                OPT_SNDBUF,
+                p.udt
+                    .sndbuf
+                    .map(|v| int_opt("--udt-sndbuf", v))
+                    .transpose()?,
+                "UDT_SNDBUF",
+            ),
+            (
+                OPT_RCVBUF,
+                p.udt
+                    .rcvbuf
+                    .map(|v| int_opt("--udt-rcvbuf", v))
+                    .transpose()?,
+                "UDT_RCVBUF",
+            ),
+            (
+                OPT_UDP_SNDBUF,
+                p.udt
+                    .udp_sndbuf
+                    .map(|v| int_opt("--udp-sndbuf", v))
+                    .transpose()?,
+                "UDP_SNDBUF",
+            ),
+            (
+                OPT_UDP_RCVBUF,
+                p.udt
+                    .udp_rcvbuf
+                    .map(|v| int_opt("--udp-rcvbuf", v))
+                    .transpose()?,
+                "UDP_RCVBUF",
+            ),
+            (
+                OPT_MAXBW,
+                p.udt.maxbw.map(|v| v.min(i64::MAX as u64) as i64),
+                "UDT_MAXBW",
+            ),
             (OPT_RCVTIMEO, Some(POLL.as_millis() as i64), "UDT_RCVTIMEO"),
         ];
         for (which, v, name) in opts {
             if let Some(v) = v {
                 // SAFETY: FFI on integers; the shim copies the value.
-                check(unsafe { hu_setopt(s.0, which, v) }, &format!("setsockopt {name}={v}"))?;
+                check(
+                    unsafe { hu_setopt(s.0, which, v) },
+                    &format!("setsockopt {name}={v}"),
+                )?;
             }
         }
         Ok(s)
@@ -160,7 +226,10 @@ mod imp {
                 hu_startup();
             });
             if p.packet_size() + IP_UDP_HEADER < 76 {
-                return Err(ProfileError::param("-M", format!("UDT packet size {} too small", p.packet_size())));
+                return Err(ProfileError::param(
+                    "-M",
+                    format!("UDT packet size {} too small", p.packet_size()),
+                ));
             }
             Ok(())
         }
@@ -169,22 +238,40 @@ mod imp {
             let s = new_socket(p, &addr)?;
             let sa = SockAddr::from(addr);
             // SAFETY: `sa` outlives the call and `len` is its size.
-            check(unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) }, &format!("bind {addr}"))?;
+            check(
+                unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
+                &format!("bind {addr}"),
+            )?;
             check(unsafe { hu_listen(s.0, 64) }, &format!("listen {addr}"))?;
             let port = check(unsafe { hu_port(s.0) }, "getsockname")?;
-            Ok(Box::new(UdtListen { s, port: port as u16 }))
+            Ok(Box::new(UdtListen {
+                s,
+                port: port as u16,
+            }))
         }
 
-        fn connect(&self, p: &ProfileParams, local: Option<IpAddr>, remote: SocketAddr, _timeout: Duration) -> Result<Box<dyn Channel>> {
+        fn connect(
+            &self,
+            p: &ProfileParams,
+            local: Option<IpAddr>,
+            remote: SocketAddr,
+            _timeout: Duration,
+        ) -> Result<Box<dyn Channel>> {
             let s = new_socket(p, &remote)?;
             if let Some(ip) = local {
                 let sa = SockAddr::from(SocketAddr::new(ip, 0));
                 // SAFETY: as above.
-                check(unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) }, &format!("bind {ip}"))?;
+                check(
+                    unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
+                    &format!("bind {ip}"),
+                )?;
             }
             let sa = SockAddr::from(remote);
             // SAFETY: as above.
-            check(unsafe { hu_connect(s.0, sa.as_ptr().cast(), sa.len() as c_int) }, &format!("connect {remote}"))?;
+            check(
+                unsafe { hu_connect(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
+                &format!("connect {remote}"),
+            )?;
             Ok(Box::new(UdtChannel { s }))
         }
     }
@@ -202,7 +289,10 @@ mod imp {
         /// Blocking accept: the driver calls it after the client reported every connect done.
         fn accept(&mut self, _timeout: Duration) -> Result<Box<dyn Channel>> {
             // SAFETY: FFI on an owned listening socket.
-            let c = check(unsafe { hu_accept(self.s.0) }, &format!("accept on port {}", self.port))?;
+            let c = check(
+                unsafe { hu_accept(self.s.0) },
+                &format!("accept on port {}", self.port),
+            )?;
             Ok(Box::new(UdtChannel { s: Sock(c) }))
         }
     }
@@ -218,7 +308,10 @@ mod imp {
                 let chunk = &block[off..];
                 let len = chunk.len().min(i32::MAX as usize) as c_int;
                 // SAFETY: `chunk` is valid for `len` bytes.
-                let n = check(unsafe { hu_send(self.s.0, chunk.as_ptr().cast(), len) }, "send")?;
+                let n = check(
+                    unsafe { hu_send(self.s.0, chunk.as_ptr().cast(), len) },
+                    "send",
+                )?;
                 off += n as usize;
             }
             Ok(())
@@ -252,7 +345,12 @@ mod imp {
             if rc < 0 {
                 return Perf::default();
             }
-            Perf { rtt_ms: Some(rtt), retransmits: Some(retrans.max(0) as u64), packets: None, lost: Some(lost.max(0) as u64) }
+            Perf {
+                rtt_ms: Some(rtt),
+                retransmits: Some(retrans.max(0) as u64),
+                packets: None,
+                lost: Some(lost.max(0) as u64),
+            }
         }
     }
 }

@@ -47,7 +47,10 @@ impl Ctl {
 
     /// A client on a connected stream, nothing read yet.
     pub fn from_stream_raw(s: TcpStream) -> Ctl {
-        Ctl { s, p: ReplyParser::new() }
+        Ctl {
+            s,
+            p: ReplyParser::new(),
+        }
     }
 
     /// Connects and logs in anonymously.
@@ -92,7 +95,8 @@ impl Ctl {
 
     /// Reads the next reply.
     pub fn reply(&mut self) -> Reply {
-        self.try_reply().expect("server closed the control connection")
+        self.try_reply()
+            .expect("server closed the control connection")
     }
 
     /// Sends a command and returns its reply.
@@ -153,7 +157,13 @@ pub fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
 /// Accepts `n` connections on `l` (the server connects for RETR).
 pub fn accept_n(l: &TcpListener, n: usize) -> Vec<Conn> {
     (0..n)
-        .map(|_| Box::new(socket::accept_timeout(l, Duration::from_secs(20)).expect("server connects").0) as Conn)
+        .map(|_| {
+            Box::new(
+                socket::accept_timeout(l, Duration::from_secs(20))
+                    .expect("server connects")
+                    .0,
+            ) as Conn
+        })
         .collect()
 }
 
@@ -168,15 +178,29 @@ pub fn receive_into(conns: Vec<Conn>, out: &Path) -> JoinHandle<std::io::Result<
 
 /// Connects `n` data connections to `addr` (the client sends for STOR).
 pub fn connect_n(addr: SocketAddr, n: usize) -> Vec<Conn> {
-    (0..n).map(|_| Box::new(socket::connect(addr, None, Duration::from_secs(5)).unwrap()) as Conn).collect()
+    (0..n)
+        .map(|_| Box::new(socket::connect(addr, None, Duration::from_secs(5)).unwrap()) as Conn)
+        .collect()
 }
 
 /// Sends `data` over `conns` in MODE E in a thread; returns the connections afterwards.
-pub fn send_bytes(mut conns: Vec<Conn>, data: Vec<u8>, block: usize) -> JoinHandle<std::io::Result<Vec<Conn>>> {
+pub fn send_bytes(
+    mut conns: Vec<Conn>,
+    data: Vec<u8>,
+    block: usize,
+) -> JoinHandle<std::io::Result<Vec<Conn>>> {
     std::thread::spawn(move || {
         let src = Mem(data);
         let len = src.0.len() as u64;
-        mode_e::send(&mut conns, &src, &[(0, len)], block, &Progress::default(), false).map(|()| conns)
+        mode_e::send(
+            &mut conns,
+            &src,
+            &[(0, len)],
+            block,
+            &Progress::default(),
+            false,
+        )
+        .map(|()| conns)
     })
 }
 

@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use std::io;
 use std::sync::atomic::Ordering;
 
-use crate::io::Source;
 use crate::io::Sink;
+use crate::io::Source;
 use crate::mode_e::Progress;
 
 /// Bytes read or written per system call.
@@ -32,7 +32,16 @@ impl<'a> ReadAhead<'a> {
     /// Reads `src` at `base..base + len`.
     pub(super) fn new(src: &'a dyn Source, base: u64, len: u64) -> ReadAhead<'a> {
         let cap = CHUNK.min(usize::try_from(len).unwrap_or(CHUNK)).max(1);
-        ReadAhead { src, base, len, win: RefCell::new(Window { start: 0, filled: 0, buf: vec![0; cap] }) }
+        ReadAhead {
+            src,
+            base,
+            len,
+            win: RefCell::new(Window {
+                start: 0,
+                filled: 0,
+                buf: vec![0; cap],
+            }),
+        }
     }
 }
 
@@ -41,17 +50,23 @@ impl haul_plut::Source for ReadAhead<'_> {
         if offset >= self.len {
             return Ok(0);
         }
-        let want = buf.len().min(usize::try_from(self.len - offset).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(self.len - offset).unwrap_or(usize::MAX));
         let mut w = self.win.borrow_mut();
         let inside = offset >= w.start && offset + want as u64 <= w.start + w.filled as u64;
         if !inside {
-            let n = w.buf.len().min(usize::try_from(self.len - offset).unwrap_or(usize::MAX));
+            let n = w
+                .buf
+                .len()
+                .min(usize::try_from(self.len - offset).unwrap_or(usize::MAX));
             crate::io::read_exact_at(self.src, &mut w.buf[..n], self.base + offset)?;
             w.start = offset;
             w.filled = n;
             if want > n {
                 // A datagram larger than the window: read it directly.
-                return crate::io::read_exact_at(self.src, &mut buf[..want], self.base + offset).map(|()| want);
+                return crate::io::read_exact_at(self.src, &mut buf[..want], self.base + offset)
+                    .map(|()| want);
             }
         }
         let at = (offset - w.start) as usize;
@@ -72,9 +87,20 @@ pub(super) struct WriteBehind<'a> {
 
 impl<'a> WriteBehind<'a> {
     /// Writes to `sink` at `base + offset`, reporting delivered bytes to `progress`.
-    pub(super) fn new(sink: &'a dyn Sink, base: u64, len: u64, progress: &'a Progress) -> WriteBehind<'a> {
+    pub(super) fn new(
+        sink: &'a dyn Sink,
+        base: u64,
+        len: u64,
+        progress: &'a Progress,
+    ) -> WriteBehind<'a> {
         let cap = CHUNK.min(usize::try_from(len).unwrap_or(CHUNK));
-        WriteBehind { sink, base, progress, start: 0, buf: Vec::with_capacity(cap) }
+        WriteBehind {
+            sink,
+            base,
+            progress,
+            start: 0,
+            buf: Vec::with_capacity(cap),
+        }
     }
 
     /// Writes out what is buffered and publishes it as received.
@@ -96,7 +122,10 @@ impl haul_plut::Sink for WriteBehind<'_> {
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         let end = self.start + self.buf.len() as u64;
         if offset != end {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("PLUT writer at {end} got a write at {offset}")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("PLUT writer at {end} got a write at {offset}"),
+            ));
         }
         if self.buf.len() + buf.len() > self.buf.capacity() {
             self.flush()?;
@@ -107,7 +136,9 @@ impl haul_plut::Sink for WriteBehind<'_> {
         } else {
             self.buf.extend_from_slice(buf);
         }
-        self.progress.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.progress
+            .bytes
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 }

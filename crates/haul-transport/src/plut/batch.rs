@@ -11,7 +11,10 @@ use haul_plut::Nanos;
 
 /// `SO_TIMESTAMPNS` (`SO_TIMESTAMPNS_OLD`, a 64-bit `timespec` on these targets); the `libc`
 /// crate does not export it for Linux.
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 const SO_TIMESTAMPNS: libc::c_int = 35;
 
 /// Control-message space per datagram: one `SCM_TIMESTAMPNS` (32 bytes) with room to spare.
@@ -58,12 +61,21 @@ impl Batch {
     /// Asks the kernel for each datagram's receive time (`SO_TIMESTAMPNS`); see
     /// [`Batch::stamp`]. False where unsupported (the batch then reports none).
     pub(super) fn enable_timestamps(&mut self, sock: &UdpSocket) -> bool {
-        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
         {
             let on: libc::c_int = 1;
             // SAFETY: valid fd and an int option value.
             let r = unsafe {
-                libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, SO_TIMESTAMPNS, (&on as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    SO_TIMESTAMPNS,
+                    (&on as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
             };
             if r == 0 {
                 self.ctrl = vec![0; self.capacity() * CTRL_LEN / 8];
@@ -106,8 +118,15 @@ impl Batch {
 
     fn prepare(&mut self, n: usize, lens_from_buffer: bool) {
         for i in 0..n {
-            let len = if lens_from_buffer { self.mds } else { self.lens[i] };
-            self.iov[i] = libc::iovec { iov_base: self.data[i * self.mds..].as_mut_ptr().cast(), iov_len: len };
+            let len = if lens_from_buffer {
+                self.mds
+            } else {
+                self.lens[i]
+            };
+            self.iov[i] = libc::iovec {
+                iov_base: self.data[i * self.mds..].as_mut_ptr().cast(),
+                iov_len: len,
+            };
             // SAFETY: zeroed msghdr is valid; fields are then set to our own buffers.
             let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
             m.msg_iov = &mut self.iov[i];
@@ -120,7 +139,10 @@ impl Batch {
                     m.msg_controllen = CTRL_LEN as _;
                 }
             }
-            self.hdr[i] = libc::mmsghdr { msg_hdr: m, msg_len: 0 };
+            self.hdr[i] = libc::mmsghdr {
+                msg_hdr: m,
+                msg_len: 0,
+            };
         }
     }
 
@@ -130,13 +152,22 @@ impl Batch {
         let mut done = 0;
         while done < n {
             // SAFETY: hdr[done..n] point at live buffers of this batch (prepared above).
-            let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdr[done..].as_mut_ptr(), (n - done) as u32, 0) };
+            let r = unsafe {
+                libc::sendmmsg(
+                    sock.as_raw_fd(),
+                    self.hdr[done..].as_mut_ptr(),
+                    (n - done) as u32,
+                    0,
+                )
+            };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     // The device queue or socket buffer is full: let it drain.
-                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::sleep(std::time::Duration::from_micros(20)),
+                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) => {
+                        std::thread::sleep(std::time::Duration::from_micros(20))
+                    }
                     _ => return Err(e),
                 }
             } else {
@@ -153,13 +184,23 @@ impl Batch {
         loop {
             // SAFETY: hdr[..n] point at live buffers of this batch (prepared above).
             let r = unsafe {
-                libc::recvmmsg(sock.as_raw_fd(), self.hdr.as_mut_ptr(), n as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
+                libc::recvmmsg(
+                    sock.as_raw_fd(),
+                    self.hdr.as_mut_ptr(),
+                    n as u32,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
             };
             if r >= 0 {
                 let got = r as usize;
                 for i in 0..got {
                     self.lens[i] = self.hdr[i].msg_len as usize;
-                    self.stamps[i] = if self.ctrl.is_empty() { None } else { timestamp(&self.hdr[i].msg_hdr) };
+                    self.stamps[i] = if self.ctrl.is_empty() {
+                        None
+                    } else {
+                        timestamp(&self.hdr[i].msg_hdr)
+                    };
                 }
                 return Ok(got);
             }
@@ -176,7 +217,10 @@ impl Batch {
 }
 
 /// The `SCM_TIMESTAMPNS` control message of a received datagram, as CLOCK_REALTIME ns.
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 fn timestamp(m: &libc::msghdr) -> Option<u64> {
     // SAFETY: `m` was filled by recvmmsg with msg_control pointing at this batch's buffer of
     // msg_controllen bytes; the CMSG macros stay inside it, and the data of a
@@ -194,7 +238,10 @@ fn timestamp(m: &libc::msghdr) -> Option<u64> {
     None
 }
 
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
 fn timestamp(_: &libc::msghdr) -> Option<u64> {
     None
 }
@@ -205,13 +252,21 @@ fn from_storage(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
             // SAFETY: the family says the storage holds a sockaddr_in.
             let a: &libc::sockaddr_in = unsafe { &*(s as *const libc::sockaddr_storage).cast() };
             let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(a.sin_port))))
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(a.sin_port),
+            )))
         }
         libc::AF_INET6 => {
             // SAFETY: the family says the storage holds a sockaddr_in6.
             let a: &libc::sockaddr_in6 = unsafe { &*(s as *const libc::sockaddr_storage).cast() };
             let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
-            Some(SocketAddr::V6(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), a.sin6_flowinfo, a.sin6_scope_id)))
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
         }
         _ => None,
     }
@@ -232,7 +287,10 @@ impl Clock {
     /// CLOCK_REALTIME less this clock, ns: subtract it from a kernel receive time
     /// ([`Batch::stamp`]) to put it on this clock. Taken once per received batch.
     pub(super) fn realtime_offset(&self) -> i128 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: clock_gettime writes one timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
         let mono = self.now() as i128;
@@ -260,7 +318,12 @@ pub(super) enum Woke {
 
 /// Waits until `deadline` or until `sock` is readable: sleeps in `ppoll` until `spin` before
 /// the deadline, then spins on the clock (timer and spin hybrid; the pacer's precision).
-pub(super) fn wait(sock: &UdpSocket, clock: &Clock, deadline: Nanos, spin: Nanos) -> io::Result<Woke> {
+pub(super) fn wait(
+    sock: &UdpSocket,
+    clock: &Clock,
+    deadline: Nanos,
+    spin: Nanos,
+) -> io::Result<Woke> {
     loop {
         let now = clock.now();
         if now >= deadline {
@@ -281,13 +344,24 @@ pub(super) fn wait(sock: &UdpSocket, clock: &Clock, deadline: Nanos, spin: Nanos
 
 /// Waits up to `timeout` ns for `sock` to become readable.
 pub(super) fn readable(sock: &UdpSocket, timeout: Nanos) -> io::Result<bool> {
-    let mut pfd = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: (timeout / 1_000_000_000) as libc::time_t, tv_nsec: (timeout % 1_000_000_000) as libc::c_long };
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (timeout / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout % 1_000_000_000) as libc::c_long,
+    };
     // SAFETY: one valid pollfd, a valid timespec, no signal mask.
     let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     if r < 0 {
         let e = io::Error::last_os_error();
-        return if e.raw_os_error() == Some(libc::EINTR) { Ok(false) } else { Err(e) };
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
     }
     Ok(r > 0)
 }

@@ -16,16 +16,25 @@ pub const DEFAULT_RATE: f64 = 1.25e9;
 
 /// `Transport=plut;Mds=N;Rate=B;` (the argument of `OPTS HAUL`).
 pub fn format_opts(p: &Params) -> String {
-    format!("Transport=plut;Mds={};Rate={};", p.mds, p.rate.round() as u64)
+    format!(
+        "Transport=plut;Mds={};Rate={};",
+        p.mds,
+        p.rate.round() as u64
+    )
 }
 
 /// Parses the argument of `OPTS HAUL`: `Some(params)` selects PLUT, `None` (`Transport=tcp`)
 /// goes back to TCP. Unknown keys are an error naming them.
 pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
     let mut plut = None;
-    let mut p = Params { mds: super::DEFAULT_MDS, rate: DEFAULT_RATE };
+    let mut p = Params {
+        mds: super::DEFAULT_MDS,
+        rate: DEFAULT_RATE,
+    };
     for kv in s.split(';').map(str::trim).filter(|kv| !kv.is_empty()) {
-        let (k, v) = kv.split_once('=').ok_or_else(|| format!("OPTS HAUL option {kv:?} is not key=value"))?;
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("OPTS HAUL option {kv:?} is not key=value"))?;
         match k.to_ascii_lowercase().as_str() {
             "transport" => match v.to_ascii_lowercase().as_str() {
                 "plut" => plut = Some(true),
@@ -33,9 +42,20 @@ pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
                 _ => return Err(format!("OPTS HAUL Transport={v}: expected plut or tcp")),
             },
             "mds" => {
-                p.mds = v.parse().ok().filter(|m| (576 - 28..=super::MAX_MDS).contains(m)).ok_or_else(|| format!("OPTS HAUL Mds={v}: expected 548..=65507"))?
+                p.mds = v
+                    .parse()
+                    .ok()
+                    .filter(|m| (576 - 28..=super::MAX_MDS).contains(m))
+                    .ok_or_else(|| format!("OPTS HAUL Mds={v}: expected 548..=65507"))?
             }
-            "rate" => p.rate = v.parse::<u64>().ok().filter(|r| *r >= 1_000_000).ok_or_else(|| format!("OPTS HAUL Rate={v}: expected bytes/s ≥ 1000000"))? as f64,
+            "rate" => {
+                p.rate = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|r| *r >= 1_000_000)
+                    .ok_or_else(|| format!("OPTS HAUL Rate={v}: expected bytes/s ≥ 1000000"))?
+                    as f64
+            }
             _ => return Err(format!("OPTS HAUL option {k} not understood")),
         }
     }
@@ -50,7 +70,9 @@ pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
 /// take a leading `+`).
 pub fn parse_session(s: &str) -> Result<u64, String> {
     if s.is_empty() || s.len() > 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("PLUT session id {s:?}: expected 1 to 16 hex digits"));
+        return Err(format!(
+            "PLUT session id {s:?}: expected 1 to 16 hex digits"
+        ));
     }
     u64::from_str_radix(s, 16).map_err(|_| format!("PLUT session id {s:?}: expected hex digits"))
 }
@@ -61,11 +83,18 @@ mod tests {
 
     #[test]
     fn opts_round_trip_and_errors_name_the_key() {
-        let p = Params { mds: 8972, rate: 125e6 };
+        let p = Params {
+            mds: 8972,
+            rate: 125e6,
+        };
         assert_eq!(parse_opts(&format_opts(&p)), Ok(Some(p)));
         assert_eq!(parse_opts("Transport=tcp;"), Ok(None));
-        assert!(parse_opts("Transport=plut;Mds=10;").unwrap_err().contains("Mds=10"));
-        assert!(parse_opts("Foo=1;Transport=plut").unwrap_err().contains("Foo"));
+        assert!(parse_opts("Transport=plut;Mds=10;")
+            .unwrap_err()
+            .contains("Mds=10"));
+        assert!(parse_opts("Foo=1;Transport=plut")
+            .unwrap_err()
+            .contains("Foo"));
         assert!(parse_opts("Mds=9000;").is_err());
         assert_eq!(parse_session("00ff"), Ok(255));
         assert!(parse_session("xyz").is_err());

@@ -34,8 +34,17 @@ fn end_datagram(kind: u8, session: u64, len: u64) -> [u8; END_LEN] {
 
 /// `(kind, length)` of an END / END_ACK datagram of `session`; `None` for anything else.
 fn parse_end(d: &[u8], session: u64) -> Option<(u8, u64)> {
-    let word = |at: usize| d.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes);
-    if d.len() != END_LEN || d[0] != END_TAG || !matches!(d[1], END | END_ACK) || d[2..4] != [0, 0] || word(4) != Some(session) {
+    let word = |at: usize| {
+        d.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+    };
+    if d.len() != END_LEN
+        || d[0] != END_TAG
+        || !matches!(d[1], END | END_ACK)
+        || d[2..4] != [0, 0]
+        || word(4) != Some(session)
+    {
         return None;
     }
     word(12).map(|len| (d[1], len))
@@ -68,8 +77,15 @@ pub struct StreamSender<S> {
 
 impl<S: haul_plut::Source> StreamSender<S> {
     /// A stream to the receiver at `peer` over `sock` (which this call connects).
-    pub fn new(sock: UdpSocket, peer: SocketAddr, src: S, cfg: &Config, tuning: &Tuning) -> Result<StreamSender<S>, PlutError> {
-        sock.connect(peer).map_err(io_err("connecting the data socket"))?;
+    pub fn new(
+        sock: UdpSocket,
+        peer: SocketAddr,
+        src: S,
+        cfg: &Config,
+        tuning: &Tuning,
+    ) -> Result<StreamSender<S>, PlutError> {
+        sock.connect(peer)
+            .map_err(io_err("connecting the data socket"))?;
         let mut acks = Batch::new(cfg.mds, 64);
         acks.enable_timestamps(&sock);
         Ok(StreamSender {
@@ -138,7 +154,9 @@ impl<S: haul_plut::Source> StreamSender<S> {
             let every = self.sender.srtt().clamp(1_000_000, 100_000_000);
             if now >= announced.map_or(0, |t| t.saturating_add(every)) {
                 // A lost END is repeated; a full socket buffer is not fatal either.
-                let _ = self.sock.send(&end_datagram(END, self.cfg.session, self.written));
+                let _ = self
+                    .sock
+                    .send(&end_datagram(END, self.cfg.session, self.written));
                 announced = Some(now);
             }
             if self.drain(now)? {
@@ -167,8 +185,15 @@ impl<S: haul_plut::Source> StreamSender<S> {
     fn drain(&mut self, now: Nanos) -> Result<bool, PlutError> {
         let mut confirmed = false;
         loop {
-            let n = self.acks.recv(&self.sock).map_err(io_err("receiving ACKs"))?;
-            let offset = if n > 0 { self.clock.realtime_offset() } else { 0 };
+            let n = self
+                .acks
+                .recv(&self.sock)
+                .map_err(io_err("receiving ACKs"))?;
+            let offset = if n > 0 {
+                self.clock.realtime_offset()
+            } else {
+                0
+            };
             for i in 0..n {
                 let at = batch::arrival(self.acks.stamp(i), offset, now);
                 let d = self.acks.get(i);
@@ -193,7 +218,12 @@ impl<S: haul_plut::Source> StreamSender<S> {
             return Ok(());
         }
         let done = (self.peer_next * self.cfg.payload() as u64).min(self.written);
-        Err(PlutError::Silent { peer: self.peer.to_string(), secs: self.tuning.idle_timeout.as_secs(), done, len: self.written })
+        Err(PlutError::Silent {
+            peer: self.peer.to_string(),
+            secs: self.tuning.idle_timeout.as_secs(),
+            done,
+            len: self.written,
+        })
     }
 
     /// One pass of the IO loop of [`send`]: ACKs, the RTO, then a batch of DATA until `need`
@@ -201,7 +231,8 @@ impl<S: haul_plut::Source> StreamSender<S> {
     /// True if an END_ACK for the current length arrived.
     fn turn(&mut self, hold: Option<u64>, need: u64) -> Result<bool, PlutError> {
         let now = self.clock.now();
-        self.tr.tick(now, &self.sender, self.cfg.mds, self.send_batches);
+        self.tr
+            .tick(now, &self.sender, self.cfg.mds, self.send_batches);
         if self.drain(now)? {
             return Ok(true);
         }
@@ -211,7 +242,13 @@ impl<S: haul_plut::Source> StreamSender<S> {
         }
         let (mut n, mut first) = (0, self.first_sent());
         while n < self.out.capacity() && first < need {
-            let Some(len) = self.sender.poll_transmit(now, self.out.slot(n), &self.src).map_err(io_err("reading the source"))? else { break };
+            let Some(len) = self
+                .sender
+                .poll_transmit(now, self.out.slot(n), &self.src)
+                .map_err(io_err("reading the source"))?
+            else {
+                break;
+            };
             let (seq, retransmit) = match haul_plut::Datagram::parse(&self.out.slot(n)[..len]) {
                 Ok(haul_plut::Datagram::Data(h, _)) => (h.seq, h.retransmit),
                 _ => continue,
@@ -224,7 +261,9 @@ impl<S: haul_plut::Source> StreamSender<S> {
             n += 1;
         }
         if n > 0 {
-            self.out.send(&self.sock, n).map_err(io_err("sending DATA"))?;
+            self.out
+                .send(&self.sock, n)
+                .map_err(io_err("sending DATA"))?;
             self.send_batches += 1;
             return Ok(false);
         }
@@ -238,7 +277,15 @@ impl<S: haul_plut::Source> StreamSender<S> {
             return Ok(false);
         };
         let deadline = wake_at(&self.sender, &self.cfg, &self.tuning, now, next);
-        if batch::wait(&self.sock, &self.clock, deadline, self.tuning.spin.as_nanos() as u64).map_err(io_err("pacing"))? == Woke::Deadline {
+        if batch::wait(
+            &self.sock,
+            &self.clock,
+            deadline,
+            self.tuning.spin.as_nanos() as u64,
+        )
+        .map_err(io_err("pacing"))?
+            == Woke::Deadline
+        {
             self.tr.woke(deadline, self.clock.now());
         }
         Ok(false)
@@ -277,7 +324,12 @@ pub struct StreamReceiver<K> {
 
 impl<K: haul_plut::Sink> StreamReceiver<K> {
     /// A receiver on the bound socket `sock`.
-    pub fn new(sock: UdpSocket, sink: K, cfg: &Config, tuning: &Tuning) -> Result<StreamReceiver<K>, PlutError> {
+    pub fn new(
+        sock: UdpSocket,
+        sink: K,
+        cfg: &Config,
+        tuning: &Tuning,
+    ) -> Result<StreamReceiver<K>, PlutError> {
         let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
         inb.enable_timestamps(&sock);
         Ok(StreamReceiver {
@@ -315,12 +367,17 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             Some(len) => d.min(len),
             None => d.saturating_sub(self.payload - 1),
         };
-        StreamPoll { delivered, ended: self.ended }
+        StreamPoll {
+            delivered,
+            ended: self.ended,
+        }
     }
 
     fn lock_peer(&mut self, from: Option<SocketAddr>) -> Result<(), PlutError> {
         if let (None, Some(addr)) = (self.peer, from) {
-            self.sock.connect(addr).map_err(io_err("connecting the data socket"))?;
+            self.sock
+                .connect(addr)
+                .map_err(io_err("connecting the data socket"))?;
             self.peer = Some(addr);
         }
         Ok(())
@@ -333,8 +390,15 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
         while !self.ended {
             let now = self.clock.now();
             self.tr.tick(now, &self.recv, self.payload as usize);
-            let n = self.inb.recv(&self.sock).map_err(io_err("receiving DATA"))?;
-            let offset = if n > 0 { self.clock.realtime_offset() } else { 0 };
+            let n = self
+                .inb
+                .recv(&self.sock)
+                .map_err(io_err("receiving DATA"))?;
+            let offset = if n > 0 {
+                self.clock.realtime_offset()
+            } else {
+                0
+            };
             let mut asked = false;
             for i in 0..n {
                 let from = self.inb.source(i);
@@ -350,7 +414,10 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
                 }
                 let at = batch::arrival(self.inb.stamp(i), offset, now);
                 self.tr.arrived(at, now, self.inb.stamp(i).is_some());
-                let v = self.recv.handle_datagram(at, self.inb.get(i), &mut self.sink).map_err(io_err("writing the sink"))?;
+                let v = self
+                    .recv
+                    .handle_datagram(at, self.inb.get(i), &mut self.sink)
+                    .map_err(io_err("writing the sink"))?;
                 if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
                     self.lock_peer(from)?;
                 }
@@ -358,13 +425,23 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             if self.recv.poll_timeout().is_some_and(|t| t <= now) {
                 self.recv.handle_timeout(now);
             }
-            while let Some(m) = self.recv.poll_transmit(now, &mut self.ack).map_err(|e| PlutError::Io { what: "encoding an ACK", source: io::Error::other(e.to_string()) })? {
+            while let Some(m) =
+                self.recv
+                    .poll_transmit(now, &mut self.ack)
+                    .map_err(|e| PlutError::Io {
+                        what: "encoding an ACK",
+                        source: io::Error::other(e.to_string()),
+                    })?
+            {
                 if self.peer.is_some() {
                     // A lost ACK is recovered by the protocol; a full buffer is not fatal.
                     let _ = self.sock.send(&self.ack[..m]);
                 }
             }
-            if let Some(len) = self.end.filter(|&len| asked && self.recv.stats().delivered >= len) {
+            if let Some(len) = self
+                .end
+                .filter(|&len| asked && self.recv.stats().delivered >= len)
+            {
                 for _ in 0..3 {
                     let _ = self.sock.send(&end_datagram(END_ACK, self.session, len));
                 }
@@ -376,8 +453,12 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             if n == self.inb.capacity() {
                 continue;
             }
-            let wake = self.recv.poll_timeout().map_or(10_000_000, |t| t.saturating_sub(now).max(1));
-            batch::readable(&self.sock, wake.min(deadline - now).min(10_000_000)).map_err(io_err("waiting for DATA"))?;
+            let wake = self
+                .recv
+                .poll_timeout()
+                .map_or(10_000_000, |t| t.saturating_sub(now).max(1));
+            batch::readable(&self.sock, wake.min(deadline - now).min(10_000_000))
+                .map_err(io_err("waiting for DATA"))?;
         }
         Ok(self.progress())
     }
@@ -402,7 +483,10 @@ mod tests {
 
     #[test]
     fn a_stream_ends_exactly_where_the_sender_finished() {
-        let tuning = Tuning { idle_timeout: Duration::from_secs(5), ..Tuning::default() };
+        let tuning = Tuning {
+            idle_timeout: Duration::from_secs(5),
+            ..Tuning::default()
+        };
         let cfg = config(0x5eed, DEFAULT_MDS, 250e6, 16 << 20);
         let rx = bind(SocketAddr::from(([127, 0, 0, 1], 0)), &tuning).expect("bind");
         let addr = rx.local_addr().expect("address");
@@ -421,16 +505,34 @@ mod tests {
             s.finish()
         });
         let give_up = std::time::Instant::now() + Duration::from_secs(20);
-        let mut seen = StreamPoll { delivered: 0, ended: false };
+        let mut seen = StreamPoll {
+            delivered: 0,
+            ended: false,
+        };
         while !seen.ended {
-            assert!(std::time::Instant::now() < give_up, "stream stalled at {} of {len} bytes", seen.delivered);
+            assert!(
+                std::time::Instant::now() < give_up,
+                "stream stalled at {} of {len} bytes",
+                seen.delivered
+            );
             seen = receiver.poll(Duration::from_millis(200)).expect("poll");
         }
         let stats = sender.join().expect("sender thread").expect("send");
-        assert_eq!(seen.delivered, len, "the receiver counts exactly the bytes written");
+        assert_eq!(
+            seen.delivered, len,
+            "the receiver counts exactly the bytes written"
+        );
         let got = receiver.sink();
-        assert!(got.len() as u64 >= len && (got.len() as u64) < len + cfg.payload() as u64, "nothing past the last datagram was sent");
-        assert!(got.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8), "every byte arrived intact, in order");
-        assert!(stats.sender.is_some_and(|s| s.datagrams_sent >= cfg.datagrams(len)));
+        assert!(
+            got.len() as u64 >= len && (got.len() as u64) < len + cfg.payload() as u64,
+            "nothing past the last datagram was sent"
+        );
+        assert!(
+            got.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8),
+            "every byte arrived intact, in order"
+        );
+        assert!(stats
+            .sender
+            .is_some_and(|s| s.datagrams_sent >= cfg.datagrams(len)));
     }
 }

@@ -29,7 +29,15 @@ pub(super) struct SendTrace {
 
 impl SendTrace {
     pub(super) fn new() -> SendTrace {
-        SendTrace { on: enabled(), next: 0, at: 0, datagrams: 0, retransmits: 0, batches: 0, late: 0 }
+        SendTrace {
+            on: enabled(),
+            next: 0,
+            at: 0,
+            datagrams: 0,
+            retransmits: 0,
+            batches: 0,
+            late: 0,
+        }
     }
 
     /// Notes how late a paced wake-up was.
@@ -58,7 +66,14 @@ impl SendTrace {
                     RmPhase::Drain => "drain",
                     RmPhase::Stabilize => "stab",
                 };
-                (phase, c.base_loss(), c.excess_target(), c.bottleneck(), c.loss_avg().unwrap_or(f64::NAN), c.steps())
+                (
+                    phase,
+                    c.base_loss(),
+                    c.excess_target(),
+                    c.bottleneck(),
+                    c.loss_avg().unwrap_or(f64::NAN),
+                    c.steps(),
+                )
             }
             RateController::Aret(_) => ("aret", 0.0, 0.0, 0.0, f64::NAN, 0),
         };
@@ -112,7 +127,15 @@ pub(super) struct RecvTrace {
 
 impl RecvTrace {
     pub(super) fn new() -> RecvTrace {
-        RecvTrace { on: enabled(), next: 0, at: 0, accepted: 0, duplicates: 0, lag: 0, stamped: 0 }
+        RecvTrace {
+            on: enabled(),
+            next: 0,
+            at: 0,
+            accepted: 0,
+            duplicates: 0,
+            lag: 0,
+            stamped: 0,
+        }
     }
 
     /// Notes a datagram received by the kernel at `at` and handled at `now`.
@@ -158,6 +181,11 @@ fn udp_errors() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/net/snmp").ok()?;
     let mut lines = text.lines().filter(|l| l.starts_with("Udp:"));
     let (names, values) = (lines.next()?, lines.next()?);
-    let field = |want: &str| names.split_whitespace().position(|n| n == want).and_then(|i| values.split_whitespace().nth(i)?.parse().ok());
+    let field = |want: &str| {
+        names
+            .split_whitespace()
+            .position(|n| n == want)
+            .and_then(|i| values.split_whitespace().nth(i)?.parse().ok())
+    };
     Some((field("RcvbufErrors")?, field("InErrors")?))
 }

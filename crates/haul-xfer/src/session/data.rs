@@ -93,11 +93,17 @@ impl Session {
     /// whose data connections run between the two servers, never ask.
     pub(super) fn data_token(&mut self) -> Result<Option<DataToken>, XferError> {
         if self.token.is_none() && self.ctl.features.dtok {
-            let cmd = Command::Unknown { verb: "DTOK".into(), arg: String::new() };
+            let cmd = Command::Unknown {
+                verb: "DTOK".into(),
+                arg: String::new(),
+            };
             let r = self.ctl.expect(&cmd, 200)?;
             let text = r.text();
             let hex = text.trim().strip_prefix("DTOK ").unwrap_or_default();
-            let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+            let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol {
+                host: self.ctl.name.clone(),
+                reply: r.to_string(),
+            })?;
             self.token = Some(t);
         }
         Ok(self.token)

@@ -17,7 +17,10 @@ use crate::error::XferError;
 const BUFFER_BYTES: usize = 96 << 20;
 
 fn plut_cmd(arg: String) -> Command {
-    Command::Unknown { verb: "PLUT".into(), arg }
+    Command::Unknown {
+        verb: "PLUT".into(),
+        arg,
+    }
 }
 
 fn plut_err(what: &str, e: plut::PlutError) -> XferError {
@@ -37,30 +40,57 @@ impl Session {
             return Ok(p);
         }
         if !self.ctl.features.plut {
-            return Err(XferError::Usage(format!("{} does not offer PLUT (no `PLUT 1` in FEAT); use --transport tcp", self.ctl.name)));
+            return Err(XferError::Usage(format!(
+                "{} does not offer PLUT (no `PLUT 1` in FEAT); use --transport tcp",
+                self.ctl.name
+            )));
         }
         let mds = plut::path_mds(self.ctl.peer.ip()).unwrap_or(plut::DEFAULT_MDS);
-        let p = params::Params { mds, rate: rate.map_or(params::DEFAULT_RATE, |r| r as f64) };
-        self.ctl.ok(&Command::Opts { command: "HAUL".into(), options: params::format_opts(&p) })?;
+        let p = params::Params {
+            mds,
+            rate: rate.map_or(params::DEFAULT_RATE, |r| r as f64),
+        };
+        self.ctl.ok(&Command::Opts {
+            command: "HAUL".into(),
+            options: params::format_opts(&p),
+        })?;
         self.plut = Some(p);
         Ok(p)
     }
 
     /// Downloads `items` one at a time over PLUT.
-    pub fn get_plut(&mut self, items: &[GetItem<'_>], rate: Option<u64>) -> Result<Vec<ItemResult>, XferError> {
+    pub fn get_plut(
+        &mut self,
+        items: &[GetItem<'_>],
+        rate: Option<u64>,
+    ) -> Result<Vec<ItemResult>, XferError> {
         let p = self.ready_plut(rate)?;
-        let tuning = Tuning { idle_timeout: self.data_timeout, ..Tuning::default() };
+        let tuning = Tuning {
+            idle_timeout: self.data_timeout,
+            ..Tuning::default()
+        };
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             let len = match (item.eret, item.len) {
                 (Some((_, l)), _) | (None, Some(l)) => l,
-                (None, None) => return Err(XferError::Usage(format!("{}: PLUT needs the file's length", item.path))),
+                (None, None) => {
+                    return Err(XferError::Usage(format!(
+                        "{}: PLUT needs the file's length",
+                        item.path
+                    )))
+                }
             };
             let session: u64 = rand::random();
-            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning).map_err(|e| XferError::io("PLUT socket", e))?;
+            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning)
+                .map_err(|e| XferError::io("PLUT socket", e))?;
             only_from(&sock, self.ctl.peer.ip())?;
-            let addr = sock.local_addr().map_err(|e| XferError::io("PLUT socket", e))?;
-            self.ctl.ok(&plut_cmd(format!("PORT {} {session:016x}", hostport::format_port(&addr))))?;
+            let addr = sock
+                .local_addr()
+                .map_err(|e| XferError::io("PLUT socket", e))?;
+            self.ctl.ok(&plut_cmd(format!(
+                "PORT {} {session:016x}",
+                hostport::format_port(&addr)
+            )))?;
             let retr = retr_of(item);
             self.ctl.send(&retr)?;
             if let Some((alg, _)) = item.cksm {
@@ -73,10 +103,19 @@ impl Session {
             let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
             // Hash our copy as its prefix grows, as over TCP.
             let finished = std::sync::atomic::AtomicBool::new(false);
-            let prefix = || item.progress.ranges.lock().ok().and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1)).unwrap_or(0);
+            let prefix = || {
+                item.progress
+                    .ranges
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
+                    .unwrap_or(0)
+            };
             let (prefix, finished) = (&prefix, &finished);
             let (got, mine) = std::thread::scope(|s| {
-                let follower = item.cksm.map(|(alg, local)| s.spawn(move || crate::checksum::follow(local, alg, prefix, finished)));
+                let follower = item.cksm.map(|(alg, local)| {
+                    s.spawn(move || crate::checksum::follow(local, alg, prefix, finished))
+                });
                 let got = plut::receive(&sock, item.sink, 0, len, &cfg, &tuning, item.progress);
                 finished.store(true, std::sync::atomic::Ordering::Release);
                 (got, follower.map(|h| h.join()))
@@ -91,10 +130,16 @@ impl Session {
             if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
                 let r = self.ctl.final_reply(&mut |_| {})?;
                 if r.code != 213 {
-                    return Err(XferError::from_reply(&self.ctl.name, &cksm_of(alg, &item.path), &r));
+                    return Err(XferError::from_reply(
+                        &self.ctl.name,
+                        &cksm_of(alg, &item.path),
+                        &r,
+                    ));
                 }
                 res.server_cksm = crate::checksum::parse_cksm_reply(&r);
-                res.local_cksm = Some(mine.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?);
+                res.local_cksm = Some(mine.unwrap_or_else(|_| {
+                    Err(XferError::Usage("checksum thread panicked".into()))
+                })?);
             }
             results.push(res);
         }
@@ -102,14 +147,27 @@ impl Session {
     }
 
     /// Uploads `items` one at a time over PLUT.
-    pub fn put_plut(&mut self, items: &[PutItem<'_>], rate: Option<u64>) -> Result<Vec<ItemResult>, XferError> {
+    pub fn put_plut(
+        &mut self,
+        items: &[PutItem<'_>],
+        rate: Option<u64>,
+    ) -> Result<Vec<ItemResult>, XferError> {
         let p = self.ready_plut(rate)?;
-        let tuning = Tuning { idle_timeout: self.data_timeout, ..Tuning::default() };
+        let tuning = Tuning {
+            idle_timeout: self.data_timeout,
+            ..Tuning::default()
+        };
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             let session: u64 = rand::random();
-            let r = self.ctl.expect(&plut_cmd(format!("PASV {session:016x} {}", item.len)), 227)?;
-            let offered = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol { host: self.ctl.name.clone(), reply: r.to_string() })?;
+            let r = self
+                .ctl
+                .expect(&plut_cmd(format!("PASV {session:016x} {}", item.len)), 227)?;
+            let offered =
+                hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
+                    host: self.ctl.name.clone(),
+                    reply: r.to_string(),
+                })?;
             let peer = self.data_addr(offered);
             let stor = Command::Stor(item.path.clone());
             self.ctl.send(&stor)?;
@@ -120,22 +178,42 @@ impl Session {
             if !r.is_preliminary() {
                 return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
             }
-            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning).map_err(|e| XferError::io("PLUT socket", e))?;
+            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning)
+                .map_err(|e| XferError::io("PLUT socket", e))?;
             let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
             let ctl = &mut self.ctl;
             let (reply, sent) = std::thread::scope(|s| {
-                let h = s.spawn(|| plut::send(&sock, peer, item.src, 0, item.len, &cfg, &tuning, item.progress));
+                let h = s.spawn(|| {
+                    plut::send(
+                        &sock,
+                        peer,
+                        item.src,
+                        0,
+                        item.len,
+                        &cfg,
+                        &tuning,
+                        item.progress,
+                    )
+                });
                 (ctl.final_reply(&mut |_| {}), h.join())
             });
             let r = reply?;
             let stats = sent
-                .unwrap_or_else(|_| Err(plut::PlutError::Io { what: "sending", source: std::io::Error::other("sender thread panicked") }))
+                .unwrap_or_else(|_| {
+                    Err(plut::PlutError::Io {
+                        what: "sending",
+                        source: std::io::Error::other("sender thread panicked"),
+                    })
+                })
                 .map_err(|e| plut_err(&format!("sending {}", item.path), e))?;
             tracing::debug!(path = %item.path, ?stats, "PLUT send done");
             if !r.is_success() {
                 return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
             }
-            let mut res = ItemResult { markers: item.progress.ranges(), ..ItemResult::default() };
+            let mut res = ItemResult {
+                markers: item.progress.ranges(),
+                ..ItemResult::default()
+            };
             if let Some(alg) = item.cksm {
                 res.server_cksm = self.cksm_reply(alg, &item.path)?;
             }

@@ -8,14 +8,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use haul_store::{Outcome, Params, Store, TransferRecord};
-use haul_xfer::checksum::Algorithm;
-use haul_xfer::tls::ClientTls;
-use haul_xfer::autotune::{self, SampleEstimate, Tunable};
 use haul_tune::cluster::{Cutoffs, Policy};
 use haul_tune::concurrency::Utility;
+use haul_xfer::autotune::{self, SampleEstimate, Tunable};
+use haul_xfer::checksum::Algorithm;
 use haul_xfer::plan::PlanOptions;
+use haul_xfer::tls::ClientTls;
 use haul_xfer::walk::{self, WalkLimits};
-use haul_xfer::{Clustering, Endpoint, Options, PasvAddress, PathEstimate, Summary, Transfer, Transport};
+use haul_xfer::{
+    Clustering, Endpoint, Options, PasvAddress, PathEstimate, Summary, Transfer, Transport,
+};
 
 use super::{human_bytes, human_rate, parse_bytes};
 
@@ -153,7 +155,9 @@ fn parse_clusters(s: &str) -> Result<ClusterMode, String> {
         "mc" => Ok(ClusterMode(Some(Policy::MultiCluster))),
         "promc" => Ok(ClusterMode(Some(Policy::ProMc))),
         "off" | "none" => Ok(ClusterMode(None)),
-        _ => Err(format!("unknown cluster policy {s:?}: expected mc, promc or off")),
+        _ => Err(format!(
+            "unknown cluster policy {s:?}: expected mc, promc or off"
+        )),
     }
 }
 
@@ -161,7 +165,9 @@ fn parse_estimate(s: &str) -> Result<SampleEstimate, String> {
     match s.to_ascii_lowercase().as_str() {
         "mean" => Ok(SampleEstimate::Mean),
         "forecast" => Ok(SampleEstimate::Forecast),
-        _ => Err(format!("unknown sample estimate {s:?}: expected mean or forecast")),
+        _ => Err(format!(
+            "unknown sample estimate {s:?}: expected mean or forecast"
+        )),
     }
 }
 
@@ -169,14 +175,25 @@ fn parse_utility(s: &str) -> Result<Utility, String> {
     let lower = s.to_ascii_lowercase();
     let u = match lower.split_once(':') {
         None if lower == "gamma" => Utility::Gamma { tolerance: 0.10 },
-        Some(("gamma", t)) => Utility::Gamma { tolerance: t.parse().map_err(|_| format!("bad tolerance {t:?}"))? },
-        Some(("cost", k)) => Utility::ChannelCost { k: k.parse().map_err(|_| format!("bad per-channel factor {k:?}"))? },
-        _ => return Err(format!("unknown utility {s:?}: expected gamma, gamma:TOL or cost:K")),
+        Some(("gamma", t)) => Utility::Gamma {
+            tolerance: t.parse().map_err(|_| format!("bad tolerance {t:?}"))?,
+        },
+        Some(("cost", k)) => Utility::ChannelCost {
+            k: k.parse()
+                .map_err(|_| format!("bad per-channel factor {k:?}"))?,
+        },
+        _ => {
+            return Err(format!(
+                "unknown utility {s:?}: expected gamma, gamma:TOL or cost:K"
+            ))
+        }
     };
     if u.is_valid() {
         Ok(u)
     } else {
-        Err(format!("utility {s:?} out of range: the tolerance must be > 0, K >= 1"))
+        Err(format!(
+            "utility {s:?} out of range: the tolerance must be > 0, K >= 1"
+        ))
     }
 }
 
@@ -202,7 +219,9 @@ fn parse_piece(s: &str) -> Result<PieceSize, String> {
         "off" | "none" | "0" => Ok(PieceSize::Off),
         _ => match parse_bytes(s)? {
             n if n >= MIN_PIECE => Ok(PieceSize::Bytes(n)),
-            n => Err(format!("{n} bytes: a piece must be at least 1M (or auto, off)")),
+            n => Err(format!(
+                "{n} bytes: a piece must be at least 1M (or auto, off)"
+            )),
         },
     }
 }
@@ -215,25 +234,47 @@ fn parse_piece(s: &str) -> Result<PieceSize, String> {
 const AUTO_MAX_SPLIT_FILES: usize = 16;
 
 fn auto_piece(n: u64, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
-    let big = jobs.iter().filter(|j| haul_xfer::plan::piece_count(j.size, n) > 0).count();
+    let big = jobs
+        .iter()
+        .filter(|j| haul_xfer::plan::piece_count(j.size, n) > 0)
+        .count();
     (big < AUTO_MAX_SPLIT_FILES).then_some(n)
 }
 
 /// The piece size `--piece-size` gives for a transfer of `jobs`.
-fn piece_bytes(p: PieceSize, clustering: Option<&Clustering>, jobs: &[haul_xfer::plan::Job]) -> Option<u64> {
+fn piece_bytes(
+    p: PieceSize,
+    clustering: Option<&Clustering>,
+    jobs: &[haul_xfer::plan::Job],
+) -> Option<u64> {
     match (p, clustering) {
         (PieceSize::Bytes(n), _) => Some(n),
-        (PieceSize::Auto, Some(c)) => auto_piece(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30), jobs),
+        (PieceSize::Auto, Some(c)) => {
+            auto_piece(((8.0 * c.path.bdp()) as u64).clamp(64 << 20, 1 << 30), jobs)
+        }
         _ => None,
     }
 }
 
 fn parse_cutoffs(s: &str) -> Result<Cutoffs, String> {
-    let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| format!("{x:?} is not a number"))).collect::<Result<_, _>>()?;
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{x:?} is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
     let [small_below, middle_below, large_below] = v[..] else {
-        return Err(format!("{s:?}: expected three multiples of the BDP, SMALL,MIDDLE,LARGE"));
+        return Err(format!(
+            "{s:?}: expected three multiples of the BDP, SMALL,MIDDLE,LARGE"
+        ));
     };
-    let c = Cutoffs { small_below, middle_below, large_below };
+    let c = Cutoffs {
+        small_below,
+        middle_below,
+        large_below,
+    };
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)
 }
@@ -272,7 +313,10 @@ fn pasv_address(args: &Args) -> PasvAddress {
 }
 
 fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 fn host_of(e: &Endpoint) -> String {
@@ -287,8 +331,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let src = Endpoint::parse(&args.src)?;
     let dst = Endpoint::parse(&args.dst)?;
     let tls = match &args.ca {
-        Some(ca) => Some(ClientTls::from_ca_file(ca).with_context(|| format!("loading CA file {}", ca.display()))?),
-        None if [&src, &dst].iter().any(|e| matches!(e, Endpoint::Remote(r) if r.tls)) => {
+        Some(ca) => Some(
+            ClientTls::from_ca_file(ca)
+                .with_context(|| format!("loading CA file {}", ca.display()))?,
+        ),
+        None if [&src, &dst]
+            .iter()
+            .any(|e| matches!(e, Endpoint::Remote(r) if r.tls)) =>
+        {
             anyhow::bail!("haul:// URLs need --ca FILE with the server's CA certificate")
         }
         None => None,
@@ -302,7 +352,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         checksum: args.checksum,
         verify: !args.no_verify,
         resume: args.resume,
-        sample_interval: Duration::from_millis(args.sample_ms.unwrap_or(if args.tune { 200 } else { 1000 }).max(100)),
+        sample_interval: Duration::from_millis(
+            args.sample_ms
+                .unwrap_or(if args.tune { 200 } else { 1000 })
+                .max(100),
+        ),
         tls: tls.clone(),
         pasv: pasv_address(&args),
         data_timeout: Duration::from_secs(args.data_timeout),
@@ -314,25 +368,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         piece: None,
     };
     let mut opts = opts;
-    let policy = args.clusters.map_or(args.tune.then_some(Policy::MultiCluster), |m| m.0);
+    let policy = args
+        .clusters
+        .map_or(args.tune.then_some(Policy::MultiCluster), |m| m.0);
     if let Some(policy) = policy.filter(|_| args.transport == Transport::Tcp) {
         match path_estimate(&src, &dst, &args, tls.as_ref()) {
-            Ok(path) => opts.clustering = Some(Clustering { path, cutoffs: args.cluster_cutoffs.unwrap_or_default(), policy }),
+            Ok(path) => {
+                opts.clustering = Some(Clustering {
+                    path,
+                    cutoffs: args.cluster_cutoffs.unwrap_or_default(),
+                    policy,
+                })
+            }
             Err(e) => tracing::warn!("clustering off: cannot measure the path: {e}"),
         }
     }
     let started_at = now_unix();
     let tune_cfg = args.tune.then(|| tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
-    let limits = WalkLimits { max_depth: args.max_depth, max_entries: args.max_entries };
-    let plan_opts = PlanOptions { recursive: args.recursive, len: args.len, tls: tls.clone(), pasv: opts.pasv, limits, mkdir: args.mkdir, data_timeout: Some(opts.data_timeout) };
+    let limits = WalkLimits {
+        max_depth: args.max_depth,
+        max_entries: args.max_entries,
+    };
+    let plan_opts = PlanOptions {
+        recursive: args.recursive,
+        len: args.len,
+        tls: tls.clone(),
+        pasv: opts.pasv,
+        limits,
+        mkdir: args.mkdir,
+        data_timeout: Some(opts.data_timeout),
+    };
     let result = haul_xfer::plan::plan(&src, &dst, &plan_opts).and_then(|(route, jobs)| {
         let total: u64 = jobs.iter().map(|j| j.size).sum();
         let files = jobs.len();
         let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);
-        let t = Transfer::start(route, jobs, Options { piece, ..opts.clone() });
-        let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| progress_bar(total, files));
-        let view = Watched { t: &t, bar: bar.as_ref(), total };
+        let t = Transfer::start(
+            route,
+            jobs,
+            Options {
+                piece,
+                ..opts.clone()
+            },
+        );
+        let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal())
+            .then(|| progress_bar(total, files));
+        let view = Watched {
+            t: &t,
+            bar: bar.as_ref(),
+            total,
+        };
         match tune_cfg {
             Some((cfg, from_history)) => {
                 let cfg = at_clusters(cfg, &t, from_history, args.tune_floor);
@@ -353,9 +438,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     record(&args, &src, &dst, &opts, started_at, &result, &tuning);
     let summary = result?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json_summary(&args, &summary, &tuning))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_summary(&args, &summary, &tuning))?
+        );
     } else if !args.quiet {
-        let rate = if summary.duration_s > 0.0 { summary.bytes as f64 * 8.0 / summary.duration_s } else { 0.0 };
+        let rate = if summary.duration_s > 0.0 {
+            summary.bytes as f64 * 8.0 / summary.duration_s
+        } else {
+            0.0
+        };
         let verify = match (&summary.checksum, args.no_verify) {
             (Some(a), _) => format!("{} of {} verified ({a})", summary.verified, summary.files),
             (None, true) => "NOT verified: --no-verify was given, nothing was checked".into(),
@@ -368,7 +460,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             summary.duration_s,
             human_rate(rate),
             verify,
-            if summary.retransferred > 0 { format!("; {} re-sent after checksum mismatch", summary.retransferred) } else { String::new() }
+            if summary.retransferred > 0 {
+                format!(
+                    "; {} re-sent after checksum mismatch",
+                    summary.retransferred
+                )
+            } else {
+                String::new()
+            }
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -422,7 +521,12 @@ impl autotune::Tunable for Watched<'_> {
 /// The path the clusters are sized for: the control-channel RTT to the remote end (for
 /// third-party transfers the larger of the two, since the client cannot see the
 /// server-to-server path), the user's bandwidth or the prior, and the buffer.
-fn path_estimate(src: &Endpoint, dst: &Endpoint, args: &Args, tls: Option<&ClientTls>) -> anyhow::Result<PathEstimate> {
+fn path_estimate(
+    src: &Endpoint,
+    dst: &Endpoint,
+    args: &Args,
+    tls: Option<&ClientTls>,
+) -> anyhow::Result<PathEstimate> {
     let buffer = args.tcp_buffer.map(|b| b as usize);
     let mut best: Option<PathEstimate> = None;
     for e in [src, dst] {
@@ -444,7 +548,11 @@ fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTu
     cfg.search.utility = args.tune_utility;
     cfg.estimate = args.tune_estimate;
     let path = args.history.clone().unwrap_or_else(Store::default_path);
-    let best = Store::open(&path).ok().and_then(|s| s.best_for_host_pair(&host_of(src), &host_of(dst), "cp").ok().flatten());
+    let best = Store::open(&path).ok().and_then(|s| {
+        s.best_for_host_pair(&host_of(src), &host_of(dst), "cp")
+            .ok()
+            .flatten()
+    });
     match best.and_then(|r| r.params.concurrency) {
         Some(c) => {
             cfg.search.start = c.clamp(1, cfg.search.cap);
@@ -460,7 +568,12 @@ fn tune_config(args: &Args, src: &Endpoint, dst: &Endpoint) -> (autotune::AutoTu
 /// carry: on the mixed benchmark one channel on a big file reads 750–800 Mb/s and the same
 /// channel on small files 400–550. Without history the search also starts there rather than at
 /// 1. Without clustering both stay at 1.
-fn at_clusters(mut cfg: autotune::AutoTuneConfig, t: &Transfer, from_history: bool, floor: Option<u32>) -> autotune::AutoTuneConfig {
+fn at_clusters(
+    mut cfg: autotune::AutoTuneConfig,
+    t: &Transfer,
+    from_history: bool,
+    floor: Option<u32>,
+) -> autotune::AutoTuneConfig {
     let clusters = t.clusters().0.len() as u32;
     // ConcurrencySearch::new clamps both into [1, cap], the start to at least the floor.
     cfg.search.floor = floor.unwrap_or(clusters);
@@ -483,7 +596,11 @@ fn verification(args: &Args, s: &Summary) -> &'static str {
 }
 
 fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serde_json::Value {
-    let rate = if s.duration_s > 0.0 { s.bytes as f64 * 8.0 / s.duration_s } else { 0.0 };
+    let rate = if s.duration_s > 0.0 {
+        s.bytes as f64 * 8.0 / s.duration_s
+    } else {
+        0.0
+    };
     serde_json::json!({
         "source": args.src,
         "destination": args.dst,
@@ -542,8 +659,22 @@ fn record(
         }
     };
     let (outcome, error, files, bytes, samples, duration) = match result {
-        Ok(s) => (Outcome::Ok, None, s.files, s.bytes, s.samples.clone(), s.duration_s),
-        Err(e) => (Outcome::Failed, Some(e.to_string()), 0, 0, Vec::new(), now_unix() - started_at),
+        Ok(s) => (
+            Outcome::Ok,
+            None,
+            s.files,
+            s.bytes,
+            s.samples.clone(),
+            s.duration_s,
+        ),
+        Err(e) => (
+            Outcome::Failed,
+            Some(e.to_string()),
+            0,
+            0,
+            Vec::new(),
+            now_unix() - started_at,
+        ),
     };
     let rec = TransferRecord {
         id: None,
@@ -562,7 +693,10 @@ fn record(
             block_size: Some(opts.block as u64),
             checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
             transport: Some(transport_name(opts.transport).into()),
-            extra: extra(tuning, result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default()),
+            extra: extra(
+                tuning,
+                result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default(),
+            ),
         },
         files,
         bytes,
@@ -590,10 +724,21 @@ mod tests {
     #[test]
     fn tune_utility_and_estimate_flags_parse() {
         use super::{parse_estimate, parse_utility, SampleEstimate, Utility};
-        assert_eq!(parse_utility("gamma"), Ok(Utility::Gamma { tolerance: 0.10 }));
-        assert_eq!(parse_utility("GAMMA:0.2"), Ok(Utility::Gamma { tolerance: 0.2 }));
-        assert_eq!(parse_utility("cost:1.03"), Ok(Utility::ChannelCost { k: 1.03 }));
-        for bad in ["cost:0.5", "cost:x", "gamma:0", "gamma:-1", "cost:inf", "cost", "falcon", ""] {
+        assert_eq!(
+            parse_utility("gamma"),
+            Ok(Utility::Gamma { tolerance: 0.10 })
+        );
+        assert_eq!(
+            parse_utility("GAMMA:0.2"),
+            Ok(Utility::Gamma { tolerance: 0.2 })
+        );
+        assert_eq!(
+            parse_utility("cost:1.03"),
+            Ok(Utility::ChannelCost { k: 1.03 })
+        );
+        for bad in [
+            "cost:0.5", "cost:x", "gamma:0", "gamma:-1", "cost:inf", "cost", "falcon", "",
+        ] {
             assert!(parse_utility(bad).is_err(), "{bad:?} accepted");
         }
         assert_eq!(parse_estimate("mean"), Ok(SampleEstimate::Mean));
@@ -603,11 +748,19 @@ mod tests {
 
     #[test]
     fn auto_pieces_only_when_few_files_are_big() {
-        let big = |n: usize| (0..n).map(|i| Job::new(format!("s{i}"), format!("d{i}"), 300 << 20)).collect::<Vec<_>>();
+        let big = |n: usize| {
+            (0..n)
+                .map(|i| Job::new(format!("s{i}"), format!("d{i}"), 300 << 20))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(super::auto_piece(64 << 20, &big(5)), Some(64 << 20));
         assert_eq!(super::auto_piece(64 << 20, &big(20)), None);
         let mut mixed = big(3);
         mixed.extend((0..40).map(|i| Job::new(format!("t{i}"), format!("e{i}"), 1 << 20)));
-        assert_eq!(super::auto_piece(64 << 20, &mixed), Some(64 << 20), "small files do not count");
+        assert_eq!(
+            super::auto_piece(64 << 20, &mixed),
+            Some(64 << 20),
+            "small files do not count"
+        );
     }
 }

@@ -53,7 +53,11 @@ fn write_random(path: &Path, len: u64, mut seed: u64) -> std::io::Result<()> {
 /// Mixed sizes like a real dataset: many small files, some medium, a few large ones.
 fn generate(root: &Path, total: u64) -> anyhow::Result<(u64, u64)> {
     let (mut files, mut bytes) = (0u64, 0u64);
-    let plan = [(0.15, 200u64, "small"), (0.25, 20, "medium"), (0.60, 2, "large")];
+    let plan = [
+        (0.15, 200u64, "small"),
+        (0.25, 20, "medium"),
+        (0.60, 2, "large"),
+    ];
     for (share, count, name) in plan {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -62,7 +66,8 @@ fn generate(root: &Path, total: u64) -> anyhow::Result<(u64, u64)> {
             // Vary sizes ±50% around the class mean.
             let len = per / 2 + (per * ((i * 7919) % 101)) / 100;
             let p = dir.join(format!("{name}-{i:04}.dat"));
-            write_random(&p, len, i * 31 + count).with_context(|| format!("writing {}", p.display()))?;
+            write_random(&p, len, i * 31 + count)
+                .with_context(|| format!("writing {}", p.display()))?;
             files += 1;
             bytes += len;
         }
@@ -74,14 +79,21 @@ fn generate(root: &Path, total: u64) -> anyhow::Result<(u64, u64)> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (work, cleanup) = match &args.dir {
         Some(d) => (d.clone(), false),
-        None => (std::env::temp_dir().join(format!("haul-demo-{}", std::process::id())), true),
+        None => (
+            std::env::temp_dir().join(format!("haul-demo-{}", std::process::id())),
+            true,
+        ),
     };
     let src = work.join("source");
     let dst = work.join("destination");
     let _ = std::fs::remove_dir_all(&dst);
     std::fs::create_dir_all(&src).with_context(|| format!("creating {}", src.display()))?;
     if !args.json {
-        println!("haul demo: generating a {} dataset in {}", human_bytes(args.size), src.display());
+        println!(
+            "haul demo: generating a {} dataset in {}",
+            human_bytes(args.size),
+            src.display()
+        );
     }
     let (files, bytes) = generate(&src, args.size)?;
     let mut cfg = ServerConfig::new(&src);
@@ -110,7 +122,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         cp.push("--json".into());
     }
-    let cp_args = <CpOnly as clap::Parser>::try_parse_from(std::iter::once("haul".to_string()).chain(cp))?;
+    let cp_args =
+        <CpOnly as clap::Parser>::try_parse_from(std::iter::once("haul".to_string()).chain(cp))?;
     let started = std::time::Instant::now();
     let code = super::cp::run(cp_args.cp)?;
     let secs = started.elapsed().as_secs_f64();

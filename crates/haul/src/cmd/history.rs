@@ -4,7 +4,9 @@
 use anyhow::Context;
 use haul_store::{Filter, Outcome, Store, TransferRecord};
 use haul_tune::estimate::{EarlyStop, Model};
-use haul_tune::estimate_replay::{replay_trace, summarize, trace_from_samples, Bar, EstimateReport, ReplayTrace, TraceOutcome};
+use haul_tune::estimate_replay::{
+    replay_trace, summarize, trace_from_samples, Bar, EstimateReport, ReplayTrace, TraceOutcome,
+};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,7 +115,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     // A missing database is an empty history; listing never creates one.
-    let store = if path.exists() { Some(Store::open(&path)?) } else { None };
+    let store = if path.exists() {
+        Some(Store::open(&path)?)
+    } else {
+        None
+    };
     let mut out = std::io::stdout().lock();
     if let Some(id) = args.show {
         let record = match &store {
@@ -165,7 +171,10 @@ fn parse_ids(s: &str) -> Result<IdSet, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?),
+            Some((a, b)) => (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            ),
             None => {
                 let a: i64 = part.parse().map_err(|_| bad())?;
                 (a, a)
@@ -184,7 +193,13 @@ fn parse_ids(s: &str) -> Result<IdSet, String> {
 
 /// The models `haul history replay` evaluates, in table order.
 fn replay_models() -> [Model; 5] {
-    [Model::Ar { p: 2 }, Model::arma(1, 1), Model::Arima { p: 1, d: 1, q: 1 }, Model::NegPoly, Model::Adaptive]
+    [
+        Model::Ar { p: 2 },
+        Model::arma(1, 1),
+        Model::Arima { p: 1, d: 1, q: 1 },
+        Model::NegPoly,
+        Model::Adaptive,
+    ]
 }
 
 /// One replayed transfer.
@@ -221,14 +236,23 @@ struct ReplayOutput {
 }
 
 /// The records that qualify as replay traces, with their traces; and how many were skipped.
-fn replay_traces(records: &[TransferRecord], args: &ReplayArgs) -> (Vec<(usize, ReplayTrace)>, usize) {
+fn replay_traces(
+    records: &[TransferRecord],
+    args: &ReplayArgs,
+) -> (Vec<(usize, ReplayTrace)>, usize) {
     let mut kept = Vec::new();
     for (i, r) in records.iter().enumerate() {
-        if args.ids.as_ref().is_some_and(|ids| !r.id.is_some_and(|id| ids.contains(id))) {
+        if args
+            .ids
+            .as_ref()
+            .is_some_and(|ids| !r.id.is_some_and(|id| ids.contains(id)))
+        {
             continue;
         }
         let samples: Vec<(f64, u64)> = r.samples.iter().map(|s| (s.t_s, s.bytes)).collect();
-        let Some(mut trace) = trace_from_samples(&samples, !args.keep_setup) else { continue };
+        let Some(mut trace) = trace_from_samples(&samples, !args.keep_setup) else {
+            continue;
+        };
         if trace.readings.len() < args.min_readings {
             continue;
         }
@@ -251,8 +275,14 @@ fn replay_traces(records: &[TransferRecord], args: &ReplayArgs) -> (Vec<(usize, 
 }
 
 fn check_replay_args(a: &ReplayArgs) -> anyhow::Result<()> {
-    let bad = |name: &str, v: f64| anyhow::anyhow!("--{name} {v}: must be a finite, non-negative number");
-    for (name, v) in [("min-window", a.min_window), ("smooth", a.smooth), ("deadline", a.deadline), ("bar", a.bar)] {
+    let bad =
+        |name: &str, v: f64| anyhow::anyhow!("--{name} {v}: must be a finite, non-negative number");
+    for (name, v) in [
+        ("min-window", a.min_window),
+        ("smooth", a.smooth),
+        ("deadline", a.deadline),
+        ("bar", a.bar),
+    ] {
         if !(v.is_finite() && v >= 0.0) {
             return Err(bad(name, v));
         }
@@ -296,19 +326,34 @@ fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Replays every model on the qualifying records (oldest first).
-fn replay_records(records: &[TransferRecord], args: &ReplayArgs, history: &str) -> anyhow::Result<ReplayOutput> {
+fn replay_records(
+    records: &[TransferRecord],
+    args: &ReplayArgs,
+    history: &str,
+) -> anyhow::Result<ReplayOutput> {
     let (mut kept, skipped) = replay_traces(records, args);
     kept.reverse();
-    let bar = Bar { deadline_s: args.deadline, error_pct: args.bar };
+    let bar = Bar {
+        deadline_s: args.deadline,
+        error_pct: args.bar,
+    };
     let rules = replay_models()
         .into_iter()
-        .map(|m| Ok(EarlyStop::new(m, 0.1)?.theta(args.theta).min_window(args.min_window).smoothing(args.smooth)))
+        .map(|m| {
+            Ok(EarlyStop::new(m, 0.1)?
+                .theta(args.theta)
+                .min_window(args.min_window)
+                .smoothing(args.smooth))
+        })
         .collect::<Result<Vec<_>, haul_tune::TuneError>>()?;
     let mut traces = Vec::new();
     let mut per_model: Vec<Vec<TraceOutcome>> = vec![Vec::new(); rules.len()];
     for (i, trace) in &kept {
         let r = &records[*i];
-        let outcomes = rules.iter().map(|rule| replay_trace(rule, trace)).collect::<Result<Vec<_>, _>>()?;
+        let outcomes = rules
+            .iter()
+            .map(|rule| replay_trace(rule, trace))
+            .collect::<Result<Vec<_>, _>>()?;
         for (acc, o) in per_model.iter_mut().zip(&outcomes) {
             acc.push(o.clone());
         }
@@ -325,7 +370,11 @@ fn replay_records(records: &[TransferRecord], args: &ReplayArgs, history: &str) 
             outcomes,
         });
     }
-    let reports = rules.iter().zip(&per_model).map(|(rule, o)| summarize(rule, o, bar)).collect();
+    let reports = rules
+        .iter()
+        .zip(&per_model)
+        .map(|(rule, o)| summarize(rule, o, bar))
+        .collect();
     Ok(ReplayOutput {
         history: history.to_owned(),
         kind: args.kind.clone(),
@@ -345,14 +394,27 @@ fn replay_records(records: &[TransferRecord], args: &ReplayArgs, history: &str) 
 /// Right-aligns every column but the first.
 fn write_aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     for row in rows {
         let cells: Vec<String> = row
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(i, (c, &w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+            .map(|(i, (c, &w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
             .collect();
         writeln!(out, "{}", cells.join("  ").trim_end())?;
     }
@@ -377,9 +439,18 @@ fn write_replay(out: &mut impl Write, o: &ReplayOutput, per_trace: bool) -> std:
         return Ok(());
     }
     let bar = format!("<{}% BY {}s", o.bar.error_pct, o.bar.deadline_s);
-    let mut rows = vec![["ESTIMATOR", "TRACES", "CONVERGED", "MEAN T (s)", "MEDIAN T (s)", "MEAN ERR", "MEDIAN ERR", bar.as_str()]
-        .map(String::from)
-        .to_vec()];
+    let mut rows = vec![[
+        "ESTIMATOR",
+        "TRACES",
+        "CONVERGED",
+        "MEAN T (s)",
+        "MEDIAN T (s)",
+        "MEAN ERR",
+        "MEDIAN ERR",
+        bar.as_str(),
+    ]
+    .map(String::from)
+    .to_vec()];
     for r in &o.reports {
         rows.push(vec![
             r.model.clone(),
@@ -407,7 +478,9 @@ fn write_replay(out: &mut impl Write, o: &ReplayOutput, per_trace: bool) -> std:
     write_aligned(out, &rows)?;
     if per_trace {
         writeln!(out)?;
-        let mut head = ["ID", "HOSTS", "P", "DT", "TIME", "AVERAGE"].map(String::from).to_vec();
+        let mut head = ["ID", "HOSTS", "P", "DT", "TIME", "AVERAGE"]
+            .map(String::from)
+            .to_vec();
         head.extend(o.reports.iter().map(|r| r.model.clone()));
         head.push("oracle".into());
         let mut rows = vec![head];
@@ -419,12 +492,18 @@ fn write_replay(out: &mut impl Write, o: &ReplayOutput, per_trace: bool) -> std:
             let mut row = vec![
                 t.id.map(|i| i.to_string()).unwrap_or_default(),
                 format!("{} → {}", t.source_host, t.destination_host),
-                t.parallelism.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+                t.parallelism
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 format!("{:.0}ms", t.dt * 1e3),
                 human_duration(t.duration_s),
                 human_rate(t.average_bps),
             ];
-            row.extend(t.outcomes.iter().map(|x| cell(x.stop.map(|c| c.time_s), x.error_pct)));
+            row.extend(
+                t.outcomes
+                    .iter()
+                    .map(|x| cell(x.stop.map(|c| c.time_s), x.error_pct)),
+            );
             let x = &t.outcomes[0];
             row.push(cell(x.oracle.map(|c| c.time_s), x.oracle_error_pct));
             rows.push(row);
@@ -458,7 +537,11 @@ fn parse_duration(s: &str) -> Result<f64, String> {
         "h" => 3600.0,
         "d" => 86_400.0,
         "w" => 604_800.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use s, m, h, d or w)")),
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?} (use s, m, h, d or w)"
+            ))
+        }
     };
     if n < 0.0 || !n.is_finite() {
         return Err(format!("{s:?}: duration must be a non-negative number"));
@@ -536,7 +619,16 @@ fn human_duration(s: f64) -> String {
 }
 
 fn write_table(out: &mut impl Write, records: &[TransferRecord]) -> std::io::Result<()> {
-    let header = ["ID", "WHEN (UTC)", "KIND", "SOURCE → DESTINATION", "BYTES", "TIME", "RATE", "OUTCOME"];
+    let header = [
+        "ID",
+        "WHEN (UTC)",
+        "KIND",
+        "SOURCE → DESTINATION",
+        "BYTES",
+        "TIME",
+        "RATE",
+        "OUTCOME",
+    ];
     let rows: Vec<[String; 8]> = records
         .iter()
         .map(|r| {
@@ -564,7 +656,13 @@ fn write_table(out: &mut impl Write, records: &[TransferRecord]) -> std::io::Res
             .iter()
             .zip(widths)
             .zip(right_aligned)
-            .map(|((c, w), right)| if right { format!("{c:>w$}") } else { format!("{c:<w$}") })
+            .map(|((c, w), right)| {
+                if right {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
             .collect();
         parts.join("  ").trim_end().to_owned()
     };
@@ -581,9 +679,24 @@ fn write_detail(out: &mut impl Write, r: &TransferRecord) -> std::io::Result<()>
     writeln!(out, "transfer {}  ({})", r.id.unwrap_or_default(), r.kind)?;
     writeln!(out, "  started      {} UTC", format_utc(r.started_at))?;
     writeln!(out, "  source       {}  [{}]", r.source, r.source_host)?;
-    writeln!(out, "  destination  {}  [{}]", r.destination, r.destination_host)?;
-    writeln!(out, "  moved        {} files, {} ({} bytes)", r.files, human_bytes(r.bytes), r.bytes)?;
-    writeln!(out, "  duration     {}  mean {}", human_duration(r.duration_s), human_rate(r.mean_bps()))?;
+    writeln!(
+        out,
+        "  destination  {}  [{}]",
+        r.destination, r.destination_host
+    )?;
+    writeln!(
+        out,
+        "  moved        {} files, {} ({} bytes)",
+        r.files,
+        human_bytes(r.bytes),
+        r.bytes
+    )?;
+    writeln!(
+        out,
+        "  duration     {}  mean {}",
+        human_duration(r.duration_s),
+        human_rate(r.mean_bps())
+    )?;
     writeln!(out, "  outcome      {}", r.outcome)?;
     if let Some(e) = &r.error {
         writeln!(out, "  error        {e}")?;
@@ -607,7 +720,13 @@ fn write_detail(out: &mut impl Write, r: &TransferRecord) -> std::io::Result<()>
     }
     writeln!(out, "  {:>8}  {:>12}  {:>12}", "T (s)", "BYTES", "RATE")?;
     for s in &r.samples {
-        writeln!(out, "  {:>8.2}  {:>12}  {:>12}", s.t_s, human_bytes(s.bytes), human_rate(s.bps))?;
+        writeln!(
+            out,
+            "  {:>8.2}  {:>12}  {:>12}",
+            s.t_s,
+            human_bytes(s.bytes),
+            human_rate(s.bps)
+        )?;
     }
     Ok(())
 }
@@ -663,8 +782,16 @@ mod tests {
         let samples: Vec<haul_store::Sample> = (0..n)
             .map(|i| {
                 let k = i.saturating_sub(setup) as f64;
-                let bps = if i < setup { 0.0 } else { plateau * (k + 1.0).min(5.0) / 5.0 };
-                haul_store::Sample { t_s: (i + 1) as f64 * 0.1, bytes: (bps * 0.1 / 8.0) as u64, bps }
+                let bps = if i < setup {
+                    0.0
+                } else {
+                    plateau * (k + 1.0).min(5.0) / 5.0
+                };
+                haul_store::Sample {
+                    t_s: (i + 1) as f64 * 0.1,
+                    bytes: (bps * 0.1 / 8.0) as u64,
+                    bps,
+                }
             })
             .collect();
         let bytes = samples.iter().map(|s| s.bytes).sum();
@@ -677,7 +804,10 @@ mod tests {
             destination: "/dev/null".into(),
             source_host: "b:2811".into(),
             destination_host: "local".into(),
-            params: haul_store::Params { parallelism: Some(4), ..haul_store::Params::default() },
+            params: haul_store::Params {
+                parallelism: Some(4),
+                ..haul_store::Params::default()
+            },
             files: 1,
             bytes,
             outcome: Outcome::Ok,
@@ -691,24 +821,41 @@ mod tests {
         let a = replay_args(&[]);
         assert_eq!((a.kind.as_str(), a.min_readings, a.theta), ("cp", 20, 0.10));
         assert_eq!(a.min_window, EarlyStop::RECOMMENDED_MIN_WINDOW_S);
-        let a = replay_args(&["--ids", "1-11,26-30, 40", "--min-window", "0", "--resample-ms", "200"]);
+        let a = replay_args(&[
+            "--ids",
+            "1-11,26-30, 40",
+            "--min-window",
+            "0",
+            "--resample-ms",
+            "200",
+        ]);
         let ids = a.ids.expect("ids");
         assert!(ids.contains(1) && ids.contains(11) && ids.contains(28) && ids.contains(40));
         assert!(!ids.contains(12) && !ids.contains(0));
         assert!(parse_ids("3-1").is_err() && parse_ids("x").is_err() && parse_ids("").is_err());
         use clap::Parser;
-        assert!(Cli::try_parse_from(["h", "--limit", "3", "replay"]).is_err(), "listing flags do not mix with replay");
+        assert!(
+            Cli::try_parse_from(["h", "--limit", "3", "replay"]).is_err(),
+            "listing flags do not mix with replay"
+        );
         assert!(check_replay_args(&replay_args(&["--theta", "0"])).is_err());
     }
 
     #[test]
     fn replay_runs_every_model_on_qualifying_traces() {
-        let records =
-            vec![record(3, 15, 800e6, 200), record(2, 0, 400e6, 150), record(1, 5, 100e6, 12)];
+        let records = vec![
+            record(3, 15, 800e6, 200),
+            record(2, 0, 400e6, 150),
+            record(1, 5, 100e6, 12),
+        ];
         let out = replay_records(&records, &replay_args(&[]), "mem").expect("replay");
         // Record 1 has only 7 readings after its first byte.
         assert_eq!((out.traces.len(), out.skipped), (2, 1));
-        assert_eq!(out.traces.iter().map(|t| t.id).collect::<Vec<_>>(), vec![Some(2), Some(3)], "oldest first");
+        assert_eq!(
+            out.traces.iter().map(|t| t.id).collect::<Vec<_>>(),
+            vec![Some(2), Some(3)],
+            "oldest first"
+        );
         assert_eq!(out.reports.len(), 5);
         let ar = &out.reports[0];
         assert_eq!(ar.model, "AR(2)");
@@ -716,21 +863,32 @@ mod tests {
         // Clean ramps to a plateau: converged after the 1.5 s window, close to the average.
         assert_eq!(ar.converged_pct, 100.0);
         assert!(ar.mean_time_s > 1.49 && ar.mean_time_s < 3.0, "{ar:?}");
-        assert!(ar.mean_error_pct < 5.0 && ar.within_bar_pct == 100.0, "{ar:?}");
+        assert!(
+            ar.mean_error_pct < 5.0 && ar.within_bar_pct == 100.0,
+            "{ar:?}"
+        );
         // Setup intervals are dropped: record 3 starts at its first byte.
         assert_eq!(out.traces[1].readings, 185);
-        let kept = replay_records(&records, &replay_args(&["--keep-setup"]), "mem").expect("replay");
+        let kept =
+            replay_records(&records, &replay_args(&["--keep-setup"]), "mem").expect("replay");
         assert_eq!(kept.traces[1].readings, 200);
         assert!(kept.traces[1].average_bps < out.traces[1].average_bps);
         // Resampled to 200 ms, and filtered by interval.
-        let r = replay_records(&records, &replay_args(&["--resample-ms", "200"]), "mem").expect("replay");
+        let r = replay_records(&records, &replay_args(&["--resample-ms", "200"]), "mem")
+            .expect("replay");
         assert!((r.traces[0].dt - 0.2).abs() < 1e-9 && r.traces[0].readings == 75);
-        let none = replay_records(&records, &replay_args(&["--sample-ms", "1000"]), "mem").expect("replay");
+        let none = replay_records(&records, &replay_args(&["--sample-ms", "1000"]), "mem")
+            .expect("replay");
         assert!(none.traces.is_empty());
         let mut text = Vec::new();
         write_replay(&mut text, &out, true).expect("write");
         let text = String::from_utf8(text).expect("utf-8");
-        assert!(text.contains("AR(2)") && text.contains("oracle (4-point window)") && text.contains("<10% BY 3s"), "{text}");
+        assert!(
+            text.contains("AR(2)")
+                && text.contains("oracle (4-point window)")
+                && text.contains("<10% BY 3s"),
+            "{text}"
+        );
         serde_json::to_string(&out).expect("JSON");
     }
 }

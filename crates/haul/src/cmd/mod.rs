@@ -30,9 +30,13 @@ pub mod exit {
 /// Parses a byte count with an optional binary suffix: `4M`, `1G`, `65536`, `1.5GiB`.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a byte count"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a byte count"))?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" | "kb" => 1 << 10,
@@ -90,7 +94,11 @@ pub fn exit_code_for(e: &anyhow::Error) -> ExitCode {
         Some(ErrorKind::NoSuchPath) => exit::NO_SUCH_PATH,
         Some(ErrorKind::PermissionDenied) => exit::PERMISSION,
         Some(ErrorKind::ChecksumMismatch) => exit::CHECKSUM,
-        Some(ErrorKind::Other) if matches!(e.downcast_ref::<XferError>(), Some(XferError::Usage(_))) => exit::USAGE,
+        Some(ErrorKind::Other)
+            if matches!(e.downcast_ref::<XferError>(), Some(XferError::Usage(_))) =>
+        {
+            exit::USAGE
+        }
         _ => exit::FAILURE,
     };
     ExitCode::from(code)

@@ -196,10 +196,17 @@ struct TuneArgs {
 /// Parses a rate in bits per second: `500M`, `1gbit`, `2.5G`, `100000` (decimal units).
 fn parse_bits(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_lowercase();
-    let t = t.trim_end_matches("bps").trim_end_matches("bit/s").trim_end_matches("bit");
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let t = t
+        .trim_end_matches("bps")
+        .trim_end_matches("bit/s")
+        .trim_end_matches("bit");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a bit rate"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a bit rate"))?;
     let mult = match unit {
         "" => 1e0,
         "k" => 1e3,
@@ -214,7 +221,8 @@ fn parse_bits(s: &str) -> Result<u64, String> {
 fn params_of(t: &Theta) -> anyhow::Result<ProfileParams> {
     let nics = match &t.nics {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading NIC pairs from {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading NIC pairs from {}", path.display()))?;
             parse_nic_file(&text)?
         }
         None => Vec::new(),
@@ -232,9 +240,24 @@ fn params_of(t: &Theta) -> anyhow::Result<ProfileParams> {
         idle_timeout_s: t.idle_timeout,
         nics,
         affinity: t.affinity.clone(),
-        tcp: TcpOptions { congestion: t.congestion.clone(), mss: t.mss, pacing: t.pacing.map(|b| b / 8) },
-        udt: UdtOptions { sndbuf: t.udt_sndbuf, rcvbuf: t.udt_rcvbuf, udp_sndbuf: t.udp_sndbuf, udp_rcvbuf: t.udp_rcvbuf, maxbw: t.udt_maxbw.map(|b| b / 8) },
-        plut: PlutOptions { controller: t.plut_controller, initial_rate: t.plut_initial_rate.map(|b| b / 8), max_rate: t.plut_max_rate.map(|b| b / 8), session: None },
+        tcp: TcpOptions {
+            congestion: t.congestion.clone(),
+            mss: t.mss,
+            pacing: t.pacing.map(|b| b / 8),
+        },
+        udt: UdtOptions {
+            sndbuf: t.udt_sndbuf,
+            rcvbuf: t.udt_rcvbuf,
+            udp_sndbuf: t.udp_sndbuf,
+            udp_rcvbuf: t.udp_rcvbuf,
+            maxbw: t.udt_maxbw.map(|b| b / 8),
+        },
+        plut: PlutOptions {
+            controller: t.plut_controller,
+            initial_rate: t.plut_initial_rate.map(|b| b / 8),
+            max_rate: t.plut_max_rate.map(|b| b / 8),
+            session: None,
+        },
     };
     p.validate()?;
     Ok(p)
@@ -245,7 +268,9 @@ fn open_history(t: &Theta) -> Option<Store> {
         return None;
     }
     let path = t.history.clone().unwrap_or_else(Store::default_path);
-    Store::open(&path).map_err(|e| tracing::warn!("history not recorded: {e}")).ok()
+    Store::open(&path)
+        .map_err(|e| tracing::warn!("history not recorded: {e}"))
+        .ok()
 }
 
 fn record(store: &mut Option<Store>, r: &ProfileReport) {
@@ -274,11 +299,20 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     loop {
         match server.serve_one() {
             Ok(s) => {
-                let got: u64 = s.received.as_ref().map_or(0, |r| r.streams.iter().map(|x| x.bytes).sum());
-                let t = s.params.as_ref().map_or("?".into(), |p| format!("{} -P {}", p.transport, p.streams));
+                let got: u64 = s
+                    .received
+                    .as_ref()
+                    .map_or(0, |r| r.streams.iter().map(|x| x.bytes).sum());
+                let t = s
+                    .params
+                    .as_ref()
+                    .map_or("?".into(), |p| format!("{} -P {}", p.transport, p.streams));
                 println!("run from {}: {t}, received {} bytes", s.client, got);
             }
-            Err((client, e)) => eprintln!("run from {}: error: {e}", client.map_or("?".into(), |c| c.to_string())),
+            Err((client, e)) => eprintln!(
+                "run from {}: error: {e}",
+                client.map_or("?".into(), |c| c.to_string())
+            ),
         }
         std::io::stdout().flush()?;
         if a.once {
@@ -296,7 +330,14 @@ fn run_once(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut store = open_history(&a.theta);
     let json = a.json;
     if !json {
-        println!("Connecting to {} ({}, {} stream{}, block {} B)", a.theta.server, p.transport, p.streams, if p.streams == 1 { "" } else { "s" }, p.block_size());
+        println!(
+            "Connecting to {} ({}, {} stream{}, block {} B)",
+            a.theta.server,
+            p.transport,
+            p.streams,
+            if p.streams == 1 { "" } else { "s" },
+            p.block_size()
+        );
         println!("{}", report::header());
     }
     let mut print = |iv: &report::Interval| {
@@ -306,13 +347,20 @@ fn run_once(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let opts = ClientOptions { on_interval: Some(&mut print), ..ClientOptions::new(&a.theta.server) };
-    let r = haul_profile::run_client(p, opts).with_context(|| format!("profiling against {}", a.theta.server))?;
+    let opts = ClientOptions {
+        on_interval: Some(&mut print),
+        ..ClientOptions::new(&a.theta.server)
+    };
+    let r = haul_profile::run_client(p, opts)
+        .with_context(|| format!("profiling against {}", a.theta.server))?;
     record(&mut store, &r);
     if json {
         println!("{}", r.to_json());
     } else {
-        for l in report::summary_lines(&r).into_iter().filter(|l| !l.starts_with("warning:")) {
+        for l in report::summary_lines(&r)
+            .into_iter()
+            .filter(|l| !l.starts_with("warning:"))
+        {
             println!("{l}");
         }
     }
@@ -321,14 +369,32 @@ fn run_once(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let base = params_of(&a.theta)?;
-    let axes = a.vary.iter().map(|s| sweep::parse_axis(s)).collect::<Result<Vec<_>, _>>()?;
+    let axes = a
+        .vary
+        .iter()
+        .map(|s| sweep::parse_axis(s))
+        .collect::<Result<Vec<_>, _>>()?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let names: Vec<&str> = axes.iter().map(|x| x.name.as_str()).collect();
-    eprintln!("sweep over {} ({} points x {} reps)", names.join(" x "), sweep::grid(&axes).len(), a.reps);
+    eprintln!(
+        "sweep over {} ({} points x {} reps)",
+        names.join(" x "),
+        sweep::grid(&axes).len(),
+        a.reps
+    );
     let rows = sweep::run(&base, &a.theta.server, &axes, a.reps, |r| {
-        let vals: Vec<String> = names.iter().zip(&r.values).map(|(n, v)| format!("{n}={v}")).collect();
+        let vals: Vec<String> = names
+            .iter()
+            .zip(&r.values)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
         match &r.error {
-            None => eprintln!("  {} rep {}: {}", vals.join(" "), r.rep, report::fmt_rate(r.aggregate_bps)),
+            None => eprintln!(
+                "  {} rep {}: {}",
+                vals.join(" "),
+                r.rep,
+                report::fmt_rate(r.aggregate_bps)
+            ),
             Some(e) => eprintln!("  {} rep {}: error: {e}", vals.join(" "), r.rep),
         }
     })?;
@@ -336,7 +402,9 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     sweep::write_csv(&csv, &axes, &rows)?;
     let title = format!("{} profile ({})", base.transport, a.theta.server);
     let mut files = vec![csv];
-    files.extend(haul_profile::plot::line_plots(&a.out, &a.name, &title, &axes, &rows)?);
+    files.extend(haul_profile::plot::line_plots(
+        &a.out, &a.name, &title, &axes, &rows,
+    )?);
     if axes.len() == 2 {
         let hm = a.out.join(format!("{}-heatmap.svg", a.name));
         haul_profile::plot::heat_map(&hm, &title, &axes, &rows)?;
@@ -348,9 +416,18 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn range(s: &str, flag: &str, parse: impl Fn(&str) -> Result<f64, String>) -> anyhow::Result<(f64, f64)> {
-    let (a, b) = s.split_once(':').with_context(|| format!("{flag}: expected MIN:MAX, got {s:?}"))?;
-    let (a, b) = (parse(a).map_err(anyhow::Error::msg)?, parse(b).map_err(anyhow::Error::msg)?);
+fn range(
+    s: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> Result<f64, String>,
+) -> anyhow::Result<(f64, f64)> {
+    let (a, b) = s
+        .split_once(':')
+        .with_context(|| format!("{flag}: expected MIN:MAX, got {s:?}"))?;
+    let (a, b) = (
+        parse(a).map_err(anyhow::Error::msg)?,
+        parse(b).map_err(anyhow::Error::msg)?,
+    );
     anyhow::ensure!(a < b, "{flag}: MIN must be below MAX in {s:?}");
     Ok((a, b))
 }
@@ -358,10 +435,17 @@ fn range(s: &str, flag: &str, parse: impl Fn(&str) -> Result<f64, String>) -> an
 fn run_tune(a: TuneArgs) -> anyhow::Result<ExitCode> {
     let base = params_of(&a.theta)?;
     let mut store = open_history(&a.theta);
-    anyhow::ensure!(a.pause >= 0.0 && a.pause.is_finite(), "--pause must be >= 0");
+    anyhow::ensure!(
+        a.pause >= 0.0 && a.pause.is_finite(),
+        "--pause must be >= 0"
+    );
     let cfg = tune::TuneConfig {
-        block_payloads: range(&a.block_range, "--block-range", |v| v.parse::<f64>().map_err(|e| format!("{v:?}: {e}")))?,
-        buffer: range(&a.buffer_range, "--buffer-range", |v| parse_bytes(v).map(|b| b as f64))?,
+        block_payloads: range(&a.block_range, "--block-range", |v| {
+            v.parse::<f64>().map_err(|e| format!("{v:?}: {e}"))
+        })?,
+        buffer: range(&a.buffer_range, "--buffer-range", |v| {
+            parse_bytes(v).map(|b| b as f64)
+        })?,
         buffer_exponential: a.buffer_exp,
         target_bps: a.target.map(|t| t as f64),
         gain_ratio: a.gain_ratio,
@@ -376,19 +460,32 @@ fn run_tune(a: TuneArgs) -> anyhow::Result<ExitCode> {
             record(&mut store, r);
             if !json {
                 let buf = p.udt.sndbuf.or(p.buffer).unwrap_or(0);
-                eprintln!("probe {:3}: block {:>8} buffer {:>11}: {}", i + 1, p.block_size(), buf, report::fmt_rate(r.aggregate_bps));
+                eprintln!(
+                    "probe {:3}: block {:>8} buffer {:>11}: {}",
+                    i + 1,
+                    p.block_size(),
+                    buf,
+                    report::fmt_rate(r.aggregate_bps)
+                );
             }
         }
         Err(e) => eprintln!("probe {:3}: error: {e}", i + 1),
     })?;
     if let Some(path) = &a.trace {
-        std::fs::write(path, result.trace.to_json()).with_context(|| format!("writing the trace to {}", path.display()))?;
+        std::fs::write(path, result.trace.to_json())
+            .with_context(|| format!("writing the trace to {}", path.display()))?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else if let (Some(b), Some(p)) = (&result.best, &result.best_params) {
         let buf = p.udt.sndbuf.or(p.buffer).unwrap_or(0);
-        println!("best: block {} B, buffer {buf} B: {} ({} probes, stop: {:?})", p.block_size(), report::fmt_rate(b.y), result.trace.probes.len(), result.trace.stop);
+        println!(
+            "best: block {} B, buffer {buf} B: {} ({} probes, stop: {:?})",
+            p.block_size(),
+            report::fmt_rate(b.y),
+            result.trace.probes.len(),
+            result.trace.stop
+        );
     } else {
         println!("no successful probe");
     }

@@ -67,7 +67,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.hash_password {
         let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).context("reading the password from stdin")?;
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("reading the password from stdin")?;
         let pw = line.trim_end_matches(['\r', '\n']);
         anyhow::ensure!(!pw.is_empty(), "empty password on stdin");
         println!("{}", haul_server::hash_password(pw)?);

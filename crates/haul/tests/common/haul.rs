@@ -42,8 +42,14 @@ pub fn serve(root: &Path, extra: &[&str]) -> Serve {
         .spawn()
         .expect("start haul serve");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("listen line");
-    let addr = line.trim().strip_prefix("haul serve: listening on ").expect("listen line").to_string();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("listen line");
+    let addr = line
+        .trim()
+        .strip_prefix("haul serve: listening on ")
+        .expect("listen line")
+        .to_string();
     Serve { child, addr }
 }
 
@@ -54,8 +60,19 @@ pub fn cp(args: &[&str], history: &Path) -> Output {
 
 /// [`cp`] with extra environment variables (`HAUL_LOG`, say).
 pub fn cp_env(args: &[&str], history: &Path, env: &[(&str, &str)]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul")).arg("cp").args(args).arg("--history").arg(history).envs(env.iter().copied()).output().expect("run haul cp");
-    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .arg("cp")
+        .args(args)
+        .arg("--history")
+        .arg(history)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run haul cp");
+    eprintln!(
+        "haul cp {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -83,7 +100,11 @@ pub fn cp_within(args: &[&str], history: &Path, limit: std::time::Duration) -> O
         }
     };
     let out = out.expect("wait for haul cp");
-    eprintln!("haul cp {args:?}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "haul cp {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!late, "haul cp {args:?} still running after {limit:?}");
     out
 }

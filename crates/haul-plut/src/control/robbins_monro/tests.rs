@@ -48,8 +48,15 @@ fn converges_to_the_bottleneck_from_below_and_above() {
             rate = c.update(&path(rate, cap, p));
         }
         assert_eq!(c.phase(), RmPhase::Stabilize);
-        assert!((rate / cap - 1.0).abs() < 0.03, "start {start} loss {p}: rate {rate}");
-        assert!((c.base_loss() - p).abs() < 1e-3, "base loss {}", c.base_loss());
+        assert!(
+            (rate / cap - 1.0).abs() < 0.03,
+            "start {start} loss {p}: rate {rate}"
+        );
+        assert!(
+            (c.base_loss() - p).abs() < 1e-3,
+            "base loss {}",
+            c.base_loss()
+        );
     }
 }
 
@@ -65,7 +72,10 @@ fn probe_doubles_then_drains_to_the_bottleneck() {
     assert_eq!(&rates[..5], &[10e6, 20e6, 40e6, 80e6, 160e6]);
     assert_eq!(c.phase(), RmPhase::Drain);
     let drained = c.rate();
-    assert!((drained / (cap * 0.75) - 1.0).abs() < 0.01, "drain rate {drained}");
+    assert!(
+        (drained / (cap * 0.75) - 1.0).abs() < 0.01,
+        "drain rate {drained}"
+    );
     let next = c.update(&path(drained, cap, 0.001));
     assert!((next / cap - 1.0).abs() < 0.01, "after drain {next}");
     assert_eq!(c.phase(), RmPhase::Stabilize);
@@ -129,7 +139,11 @@ fn a_pacer_undershoot_does_not_walk_the_rate_down() {
         }
         let offered = c.rate() * achieved;
         assert_eq!(c.phase(), RmPhase::Stabilize);
-        assert!((offered / cap - 1.0).abs() < 0.02, "achieved {achieved}: offered {offered}, commanded {}", c.rate());
+        assert!(
+            (offered / cap - 1.0).abs() < 0.02,
+            "achieved {achieved}: offered {offered}, commanded {}",
+            c.rate()
+        );
     }
 }
 
@@ -146,7 +160,11 @@ fn a_sender_that_cannot_reach_its_rate_does_not_wind_up() {
         m.at_current_rate = true;
         c.update(&m);
     }
-    assert!((c.rate() / held - 1.0).abs() < 1e-9, "rate moved from {held} to {}", c.rate());
+    assert!(
+        (c.rate() / held - 1.0).abs() < 1e-9,
+        "rate moved from {held} to {}",
+        c.rate()
+    );
     // A sender starting slow on a fast path climbs no further than the headroom above
     // what it achieves.
     let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
@@ -157,7 +175,11 @@ fn a_sender_that_cannot_reach_its_rate_does_not_wind_up() {
         c.update(&m);
     }
     let headroom = RmParams::default().headroom;
-    assert!(c.rate() <= 80e6 * (1.0 + headroom) + 1.0, "wound up to {}", c.rate());
+    assert!(
+        c.rate() <= 80e6 * (1.0 + headroom) + 1.0,
+        "wound up to {}",
+        c.rate()
+    );
 }
 
 #[test]
@@ -170,7 +192,11 @@ fn a_sender_with_nothing_to_send_keeps_its_rate() {
     let mut m = path(before / 10.0, cap, 0.001);
     m.goodput = 0.9 * cap;
     m.at_current_rate = true;
-    assert!(c.update(&m) >= before, "rate cut from {before} to {}", c.rate());
+    assert!(
+        c.update(&m) >= before,
+        "rate cut from {before} to {}",
+        c.rate()
+    );
 }
 
 #[test]
@@ -187,7 +213,10 @@ fn a_clear_overrun_is_cut_at_once() {
         rate = c.update(&m);
         steps += 1;
     }
-    assert!(steps <= 4, "{steps} steps to come back from a 30% overrun (rate {rate})");
+    assert!(
+        steps <= 4,
+        "{steps} steps to come back from a 30% overrun (rate {rate})"
+    );
     assert!(rate > 0.9 * cap, "cut too deep: {rate}");
 }
 
@@ -197,7 +226,10 @@ fn a_rate_far_below_the_bottleneck_climbs_back_quickly() {
     let mut c = settled(50e6, cap, 0.001, 300);
     c.rate = 0.6 * cap;
     let steps = steps_to_reach(&mut c, 0.95 * cap, cap, 0.001, 100);
-    assert!(steps <= 12, "{steps} steps from 60% back to 95% of the bottleneck");
+    assert!(
+        steps <= 12,
+        "{steps} steps from 60% back to 95% of the bottleneck"
+    );
 }
 
 #[test]
@@ -207,7 +239,10 @@ fn a_rate_cut_to_the_floor_doubles_back() {
     c.rate = c.min_rate;
     let steps = steps_to_reach(&mut c, 0.5 * cap, cap, 0.001, 200);
     // From B/10^4 of a 1 GB/s NIC to half of a 100 MB/s bottleneck: 10 doublings.
-    assert!(steps <= 12, "{steps} steps from the floor back to half the bottleneck");
+    assert!(
+        steps <= 12,
+        "{steps} steps from the floor back to half the bottleneck"
+    );
 }
 
 #[test]
@@ -220,7 +255,11 @@ fn a_standing_queue_pushes_the_rate_down() {
     m.goodput = before * (1.0 - 0.001 - c.excess_target());
     m.queue_delay = 0.6;
     m.at_current_rate = true;
-    assert!(c.update(&m) < before, "rate {} not below {before}", c.rate());
+    assert!(
+        c.update(&m) < before,
+        "rate {} not below {before}",
+        c.rate()
+    );
 }
 
 #[test]
@@ -257,7 +296,11 @@ fn probing_from_a_host_that_cannot_reach_the_probe_rate_still_sees_the_bottlenec
     let r = c.rate();
     c.update(&undershooting(r, 1.0, cap, 0.001));
     assert_ne!(c.phase(), RmPhase::Probe);
-    assert!((c.bottleneck() / cap - 1.0).abs() < 0.01, "bottleneck {}", c.bottleneck());
+    assert!(
+        (c.bottleneck() / cap - 1.0).abs() < 0.01,
+        "bottleneck {}",
+        c.bottleneck()
+    );
 }
 
 #[test]
@@ -277,7 +320,12 @@ fn the_target_covers_the_error_of_a_base_loss_from_few_datagrams() {
     // must reach past the true ℓ₀, or the setpoint sits below the bottleneck.
     let mut c = RobbinsMonro::new(RmParams::default(), 10e6, 1e9);
     c.add_base(0.0034, 265);
-    assert!(c.base_loss() + c.excess_target() > 0.01, "ℓ₀ {} + target {}", c.base_loss(), c.excess_target());
+    assert!(
+        c.base_loss() + c.excess_target() > 0.01,
+        "ℓ₀ {} + target {}",
+        c.base_loss(),
+        c.excess_target()
+    );
     // Thousands of datagrams later the target is back at `loss_target`.
     for _ in 0..64 {
         c.add_base(0.01, 8000);
