@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole haul test suite, from a fresh Debian machine: installs the real peers the tests
-# run against (Grid Community Toolkit, iperf3, UDT4), then runs every workspace test.
+# run against (Grid Community Toolkit, iperf3, UDT4), checks formatting and clippy lints, then
+# runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +18,19 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
 fi
 export PATH="$PATH:/usr/sbin"
+
+# Format and lints first: they take seconds and fail with the exact line. Both ship with rustup's
+# default profile; a toolchain without them says so and the tests still run.
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all --check
+  (cd fuzz && cargo fmt --all --check)
+else
+  echo "skipping the format check: rustfmt is not installed (rustup component add rustfmt)"
+fi
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --workspace --all-targets -- -D warnings
+else
+  echo "skipping clippy: it is not installed (rustup component add clippy)"
+fi
 
 cargo test --workspace "$@"

@@ -56,7 +56,8 @@ fn set_sndbuf(s: &TcpStream, bytes: i32) {
 fn cwnd(s: &TcpStream) -> (u32, u32) {
     // SAFETY: tcp_info is plain data; the kernel fills at most `len` bytes.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as u32;
+    let mut len = size_of::<libc::tcp_info>() as u32;
+    // SAFETY: `info` and `len` outlive the call; the kernel writes at most `len` bytes.
     let r = unsafe {
         libc::getsockopt(
             s.as_raw_fd(),

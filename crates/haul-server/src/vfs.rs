@@ -82,6 +82,7 @@ fn check(rc: libc::c_long) -> io::Result<RawFd> {
 /// no `openat2` (older than 5.6, or a seccomp filter), the same walked one component at a time
 /// with `O_NOFOLLOW`, which refuses every symlink instead of only the escaping ones.
 fn open_beneath(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    // SAFETY: all-zero is a valid open_how (no flags, no mode, no resolve bits).
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (flags | libc::O_CLOEXEC) as u64;
     how.mode = if flags & libc::O_CREAT != 0 {
@@ -98,7 +99,7 @@ fn open_beneath(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<Ow
                 dir,
                 path.as_ptr(),
                 &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
+                size_of::<libc::open_how>(),
             )
         };
         match check(rc) {
@@ -339,8 +340,9 @@ fn names(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
     unsafe { libc::rewinddir(d) };
     let mut out = Vec::new();
     let result = loop {
-        // SAFETY: errno is thread-local; readdir on a valid stream.
+        // SAFETY: errno is thread-local, and __errno_location points at this thread's.
         unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `d` is a valid, open directory stream owned by this function.
         let ent = unsafe { libc::readdir64(d) };
         if ent.is_null() {
             let e = io::Error::last_os_error();

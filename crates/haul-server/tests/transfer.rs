@@ -442,8 +442,8 @@ fn a_second_upload_to_a_file_in_progress_is_refused() {
     let part = root.path().join(".g.haul-part");
     fs::write(&part, b"someone else's bytes").unwrap();
     let other = fs::OpenOptions::new().write(true).open(&part).unwrap();
-    // SAFETY: flock on an open file.
     assert_eq!(
+        // SAFETY: flock on the descriptor of a file this test holds open.
         unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );

@@ -185,7 +185,7 @@ pub fn path_mds(peer: IpAddr) -> io::Result<usize> {
         (libc::IPPROTO_IPV6, libc::IPV6_MTU, 48)
     };
     let mut mtu: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: valid fd, an int-sized out buffer and its length.
     let r = unsafe {
         libc::getsockopt(
@@ -226,7 +226,7 @@ fn enlarge_buffers(s: &UdpSocket, bytes: usize) {
                     libc::SOL_SOCKET,
                     opt,
                     (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    size_of::<libc::c_int>() as libc::socklen_t,
                 )
             }
         };

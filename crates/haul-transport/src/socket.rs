@@ -37,7 +37,7 @@ pub fn limit_unsent(s: &TcpStream) -> io::Result<()> {
             libc::IPPROTO_TCP,
             libc::TCP_NOTSENT_LOWAT,
             (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
     if r == 0 {

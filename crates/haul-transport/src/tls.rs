@@ -144,7 +144,7 @@ impl DataStream for ServerStream {
         self.sock.shutdown(std::net::Shutdown::Write)
     }
 
-    fn socket(&self) -> io::Result<std::net::TcpStream> {
+    fn socket(&self) -> io::Result<TcpStream> {
         self.sock.try_clone()
     }
 }
@@ -156,7 +156,7 @@ impl DataStream for ClientStream {
         self.sock.shutdown(std::net::Shutdown::Write)
     }
 
-    fn socket(&self) -> io::Result<std::net::TcpStream> {
+    fn socket(&self) -> io::Result<TcpStream> {
         self.sock.try_clone()
     }
 }

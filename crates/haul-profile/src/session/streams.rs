@@ -29,7 +29,7 @@ pub fn pin_to_cpu(cpu: usize) {
             return;
         }
         libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
             tracing::warn!(cpu, error = %std::io::Error::last_os_error(), "sched_setaffinity failed");
         }
     }

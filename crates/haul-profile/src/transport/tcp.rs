@@ -205,7 +205,8 @@ impl Channel for TcpChannel {
 fn tcp_info(s: &TcpStream) -> Option<Perf> {
     // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` and `len` outlive the call; the kernel writes at most `len` bytes.
     let rc = unsafe {
         libc::getsockopt(
             s.as_raw_fd(),

@@ -191,8 +191,8 @@ mod imp {
         ];
         for (which, v, name) in opts {
             if let Some(v) = v {
-                // SAFETY: FFI on integers; the shim copies the value.
                 check(
+                    // SAFETY: FFI on integers; the shim copies the value.
                     unsafe { hu_setopt(s.0, which, v) },
                     &format!("setsockopt {name}={v}"),
                 )?;
@@ -237,12 +237,14 @@ mod imp {
         fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
             let s = new_socket(p, &addr)?;
             let sa = SockAddr::from(addr);
-            // SAFETY: `sa` outlives the call and `len` is its size.
             check(
+                // SAFETY: `sa` outlives the call and `len` is its size.
                 unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
                 &format!("bind {addr}"),
             )?;
+            // SAFETY: FFI on a socket this function owns.
             check(unsafe { hu_listen(s.0, 64) }, &format!("listen {addr}"))?;
+            // SAFETY: as above.
             let port = check(unsafe { hu_port(s.0) }, "getsockname")?;
             Ok(Box::new(UdtListen {
                 s,
@@ -260,15 +262,15 @@ mod imp {
             let s = new_socket(p, &remote)?;
             if let Some(ip) = local {
                 let sa = SockAddr::from(SocketAddr::new(ip, 0));
-                // SAFETY: as above.
                 check(
+                    // SAFETY: `sa` outlives the call and `len` is its size.
                     unsafe { hu_bind(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
                     &format!("bind {ip}"),
                 )?;
             }
             let sa = SockAddr::from(remote);
-            // SAFETY: as above.
             check(
+                // SAFETY: `sa` outlives the call and `len` is its size.
                 unsafe { hu_connect(s.0, sa.as_ptr().cast(), sa.len() as c_int) },
                 &format!("connect {remote}"),
             )?;

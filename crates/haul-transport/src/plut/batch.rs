@@ -42,9 +42,11 @@ impl Batch {
     /// Buffers for `count` datagrams of up to `mds` bytes.
     pub(super) fn new(mds: usize, count: usize) -> Batch {
         let count = count.max(1);
-        // SAFETY: all-zero is a valid value of these plain C structs.
+        // SAFETY: all-zero is a valid iovec (null base, zero length).
         let zero_iov: libc::iovec = unsafe { std::mem::zeroed() };
+        // SAFETY: all-zero is a valid mmsghdr (null pointers, zero lengths).
         let zero_hdr: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        // SAFETY: all-zero is a valid sockaddr_storage (AF_UNSPEC).
         let zero_addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         Batch {
             data: vec![0; mds * count],
@@ -74,7 +76,7 @@ impl Batch {
                     libc::SOL_SOCKET,
                     SO_TIMESTAMPNS,
                     (&on as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    size_of::<libc::c_int>() as libc::socklen_t,
                 )
             };
             if r == 0 {
@@ -133,7 +135,7 @@ impl Batch {
             m.msg_iovlen = 1;
             if lens_from_buffer {
                 m.msg_name = (&mut self.addr[i] as *mut libc::sockaddr_storage).cast();
-                m.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+                m.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
                 if !self.ctrl.is_empty() {
                     m.msg_control = self.ctrl[i * CTRL_LEN / 8..].as_mut_ptr().cast();
                     m.msg_controllen = CTRL_LEN as _;
@@ -376,8 +378,9 @@ pub(super) fn tight_timer_slack() {
 
 /// CPU seconds (user + system) this thread has used.
 pub(super) fn thread_cpu() -> f64 {
-    // SAFETY: getrusage fills the zeroed struct.
+    // SAFETY: all-zero is a valid rusage.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the rusage we own.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     tv(u.ru_utime) + tv(u.ru_stime)

@@ -498,7 +498,7 @@ impl Watched<'_> {
     }
 }
 
-impl autotune::Tunable for Watched<'_> {
+impl Tunable for Watched<'_> {
     fn set_concurrency(&self, n: u32) {
         tracing::info!("tuner: concurrency {n}");
         self.t.set_concurrency(n);
