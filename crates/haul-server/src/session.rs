@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use haul_proto::command::{ProtLevel, RetrOptions, TransferMode};
 use haul_proto::{Command, CommandError, Reply};
+use haul_transport::checksum::{checksum, Algorithm};
 use haul_transport::io::{Source, Zero};
-use haul_xfer::checksum::{checksum, Algorithm};
 
 use crate::auth::{is_anonymous, Access, Users};
 use crate::config::ServerConfig;

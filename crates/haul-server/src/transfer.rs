@@ -13,10 +13,10 @@ use std::time::Duration;
 use haul_proto::command::{Restart, TransferMode};
 use haul_proto::hostport::format_port;
 use haul_proto::{Command, RangeSet, Reply};
+use haul_transport::checksum::{Algorithm, HashingSource};
 use haul_transport::io::{Sink, Source, Zero};
 use haul_transport::mode_e::{self, Acceptor, Progress};
 use haul_transport::{socket, stream, Conn};
-use haul_xfer::checksum::{Algorithm, HashingSource};
 
 use crate::datachan::{send_markers, watched, Cut, Dial, ListenAcceptor, Peers, Setup, Watch};
 use crate::listing;

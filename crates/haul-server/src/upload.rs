@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
+use haul_transport::checksum::HashingSink;
 use haul_transport::io::{Null, Sink};
-use haul_xfer::checksum::HashingSink;
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::transfer::WriteKind;

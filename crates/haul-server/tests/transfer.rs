@@ -188,7 +188,7 @@ fn pipelined_cksm_after_retr() {
         .unwrap();
     let srv = server(root.path(), |c| c.block_size = 65536);
     let md5 = |b: &[u8]| {
-        let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Md5);
+        let mut h = haul_transport::checksum::Hasher::new(haul_transport::checksum::Algorithm::Md5);
         h.update(b);
         h.finish_hex()
     };
@@ -260,7 +260,8 @@ fn pipelined_cksm_after_stor() {
     let data = random_bytes(5 << 20 | 99, 13);
     let srv = server(root.path(), |_| {});
     let xxh = |b: &[u8]| {
-        let mut h = haul_xfer::checksum::Hasher::new(haul_xfer::checksum::Algorithm::Xxh128);
+        let mut h =
+            haul_transport::checksum::Hasher::new(haul_transport::checksum::Algorithm::Xxh128);
         h.update(b);
         h.finish_hex()
     };

@@ -10,6 +10,7 @@
 //! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
 //! - [`token`]: data-connection tokens (haul's `DTOK` extension).
 
+pub mod checksum;
 pub mod io;
 pub mod mode_e;
 pub mod plut;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use haul_store::Sample;
+use crate::engine::Sample;
 use haul_tune::concurrency::{ConcurrencyConfig, ConcurrencySearch, Decision, Phase, Utility};
 use haul_tune::estimate::{EarlyStop, Model};
 

@@ -12,7 +12,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use haul_store::Sample;
 use haul_transport::mode_e::Progress;
 
 use crate::checksum::Algorithm;
@@ -113,6 +112,18 @@ pub enum Route {
     Upload(RemoteUrl),
     /// Server to server; this client only drives the two control channels.
     ThirdParty(RemoteUrl, RemoteUrl),
+}
+
+/// Throughput over one interval of a transfer, as the engine measures it (the history stores
+/// the same three numbers).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Sample {
+    /// End of the interval, seconds since the transfer started.
+    pub t_s: f64,
+    /// Bytes moved in the interval.
+    pub bytes: u64,
+    /// Throughput over the interval, bits per second.
+    pub bps: f64,
 }
 
 /// What a finished transfer reports.

@@ -503,7 +503,7 @@ impl Tunable for Watched<'_> {
         tracing::info!("tuner: concurrency {n}");
         self.t.set_concurrency(n);
     }
-    fn next_sample(&self, wait: Duration) -> Option<haul_store::Sample> {
+    fn next_sample(&self, wait: Duration) -> Option<haul_xfer::engine::Sample> {
         self.show();
         self.t.next_sample(wait)
     }
@@ -664,7 +664,14 @@ fn record(
             None,
             s.files,
             s.bytes,
-            s.samples.clone(),
+            s.samples
+                .iter()
+                .map(|x| haul_store::Sample {
+                    t_s: x.t_s,
+                    bytes: x.bytes,
+                    bps: x.bps,
+                })
+                .collect(),
             s.duration_s,
         ),
         Err(e) => (

@@ -1,0 +1,478 @@
+//! Checksums of data as it moves, for end-to-end verification and GridFTP's CKSM command, used
+//! by the server and the client alike: the algorithms, incremental hashers, a hasher that takes
+//! blocks in any order ([`Running`]), and a [`Source`] and a [`Sink`] that hash what passes
+//! through them. MD5, ADLER32 and CRC32C interoperate with Globus; XXH128 is haul's fast default
+//! between haul peers.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::io::{Sink, Source};
+use md5::Digest;
+
+/// A checksum algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Algorithm {
+    /// MD5 (RFC 1321), Globus's default for `-verify-checksum`.
+    Md5,
+    /// Adler-32 (RFC 1950).
+    Adler32,
+    /// CRC-32C (Castagnoli).
+    Crc32c,
+    /// XXH3 128-bit: non-cryptographic, several GB/s per core; haul's default between peers.
+    Xxh128,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order FEAT advertises them.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Md5,
+        Algorithm::Adler32,
+        Algorithm::Crc32c,
+        Algorithm::Xxh128,
+    ];
+
+    /// The CKSM name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "MD5",
+            Algorithm::Adler32 => "ADLER32",
+            Algorithm::Crc32c => "CRC32C",
+            Algorithm::Xxh128 => "XXH128",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown algorithm name.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown checksum algorithm {0:?} (known: MD5, ADLER32, CRC32C, XXH128)")]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "MD5" => Ok(Algorithm::Md5),
+            "ADLER32" | "ADLER-32" => Ok(Algorithm::Adler32),
+            "CRC32C" | "CRC-32C" => Ok(Algorithm::Crc32c),
+            "XXH128" | "XXH3" | "XXH3-128" => Ok(Algorithm::Xxh128),
+            _ => Err(UnknownAlgorithm(s.to_string())),
+        }
+    }
+}
+
+/// An incremental hasher for one algorithm.
+pub enum Hasher {
+    /// MD5 state.
+    Md5(Box<md5::Md5>),
+    /// Adler-32 state.
+    Adler(adler::Adler32),
+    /// CRC-32C state.
+    Crc(u32),
+    /// XXH3-128 state.
+    Xxh(Box<xxhash_rust::xxh3::Xxh3>),
+}
+
+impl Hasher {
+    /// A fresh hasher.
+    pub fn new(alg: Algorithm) -> Hasher {
+        match alg {
+            Algorithm::Md5 => Hasher::Md5(Box::default()),
+            Algorithm::Adler32 => Hasher::Adler(adler::Adler32::new()),
+            Algorithm::Crc32c => Hasher::Crc(0),
+            Algorithm::Xxh128 => Hasher::Xxh(Box::default()),
+        }
+    }
+
+    /// Feeds bytes in order.
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Md5(h) => h.update(data),
+            Hasher::Adler(h) => h.write_slice(data),
+            Hasher::Crc(c) => *c = crc32c::crc32c_append(*c, data),
+            Hasher::Xxh(h) => h.update(data),
+        }
+    }
+
+    /// The digest as lowercase hex (the CKSM reply format).
+    pub fn finish_hex(self) -> String {
+        match self {
+            Hasher::Md5(h) => h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            Hasher::Adler(h) => format!("{:08x}", h.checksum()),
+            Hasher::Crc(c) => format!("{c:08x}"),
+            Hasher::Xxh(h) => format!("{:032x}", h.digest128()),
+        }
+    }
+}
+
+/// Read size of [`checksum`]: large enough that syscalls vanish, small enough to stay in cache.
+const READ_SIZE: usize = 256 << 10;
+
+thread_local! {
+    /// [`checksum`]'s read buffer, kept per thread: a server answering CKSM for thousands of
+    /// small files should not allocate and zero a buffer for each.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Checksums `length` bytes (to the end when None) of `src` from `offset`.
+pub fn checksum(
+    src: &dyn Source,
+    alg: Algorithm,
+    offset: u64,
+    length: Option<u64>,
+) -> std::io::Result<String> {
+    let mut h = Hasher::new(alg);
+    let end = length.map(|l| offset.saturating_add(l));
+    feed(&mut h, src, offset, end)?;
+    Ok(h.finish_hex())
+}
+
+/// Hashes `src` from `at` to `end` (to the end of the source when None); returns where it
+/// stopped.
+fn feed(h: &mut Hasher, src: &dyn Source, mut at: u64, end: Option<u64>) -> std::io::Result<u64> {
+    let mut buf = READ_BUF.with(|b| b.take());
+    if buf.len() < READ_SIZE {
+        buf.resize(READ_SIZE, 0);
+    }
+    let r = (|| loop {
+        let want = match end {
+            Some(e) if at >= e => return Ok(at),
+            Some(e) => ((e - at) as usize).min(buf.len()),
+            None => buf.len(),
+        };
+        let n = src.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            return Ok(at);
+        }
+        h.update(&buf[..n]);
+        at += n as u64;
+    })();
+    READ_BUF.with(|b| *b.borrow_mut() = buf);
+    r
+}
+
+/// A digest computed from bytes as they pass by, at whatever offsets they come: bytes that
+/// continue the hashed prefix are hashed at once (the common case: one stream, blocks in order);
+/// bytes beyond it are noted and hashed later by reading them back from the copy they were
+/// written to or read from ([`Running::catch_up`]). Bytes handed over twice for a range already
+/// hashed make the result unusable, since the copy may no longer match what was hashed.
+pub struct Running {
+    hasher: Hasher,
+    next: u64,
+    ahead: std::collections::BTreeMap<u64, u64>,
+    broken: bool,
+}
+
+impl Running {
+    /// A fresh digest of `alg`.
+    pub fn new(alg: Algorithm) -> Running {
+        Running {
+            hasher: Hasher::new(alg),
+            next: 0,
+            ahead: Default::default(),
+            broken: false,
+        }
+    }
+
+    /// Notes bytes `data` at `offset`; hashes them now if they continue the hashed prefix.
+    pub fn update(&mut self, offset: u64, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let end = offset + data.len() as u64;
+        if offset == self.next {
+            self.hasher.update(data);
+            self.next = end;
+        } else if offset > self.next {
+            let e = self.ahead.entry(offset).or_insert(end);
+            *e = (*e).max(end);
+        } else {
+            self.broken = true;
+        }
+    }
+
+    /// True when bytes noted beyond the prefix now continue it and wait for [`Running::catch_up`].
+    pub fn behind(&self) -> bool {
+        self.ahead
+            .first_key_value()
+            .is_some_and(|(&s, _)| s <= self.next)
+    }
+
+    /// Hashes the noted bytes that continue the prefix, reading them from `copy`.
+    pub fn catch_up(&mut self, copy: &dyn Source) -> std::io::Result<()> {
+        while let Some((&s, &e)) = self.ahead.first_key_value() {
+            if s > self.next {
+                break;
+            }
+            self.ahead.remove(&s);
+            if e > self.next {
+                // Should reading fail, the digest no longer stands for a prefix.
+                let at = feed(&mut self.hasher, copy, self.next, Some(e))
+                    .inspect_err(|_| self.broken = true)?;
+                if at < e {
+                    self.broken = true;
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("copy ended at {at}, before {e}"),
+                    ));
+                }
+                self.next = e;
+            }
+        }
+        Ok(())
+    }
+
+    /// The digest of bytes `[0, len)`, or None unless exactly those were hashed, each once.
+    pub fn finish(self, len: u64) -> Option<String> {
+        (!self.broken && self.next == len && self.ahead.is_empty())
+            .then(|| self.hasher.finish_hex())
+    }
+}
+
+/// A sink that hashes what is written to it ([`Running`]), for a file written from offset 0
+/// (a download's part file, an upload's): blocks that arrive ahead of the hashed prefix are
+/// read back from `local` once the gap before them is filled.
+pub struct HashingSink<'a> {
+    inner: &'a dyn Sink,
+    local: &'a std::path::Path,
+    state: std::sync::Mutex<(Running, Option<std::fs::File>)>,
+}
+
+impl<'a> HashingSink<'a> {
+    /// Hashes with `alg` what is written through to `inner`, the file at `local`.
+    pub fn new(inner: &'a dyn Sink, alg: Algorithm, local: &'a std::path::Path) -> HashingSink<'a> {
+        HashingSink {
+            inner,
+            local,
+            state: std::sync::Mutex::new((Running::new(alg), None)),
+        }
+    }
+
+    /// The digest of the `len` bytes written, or None if it has to be computed from the file.
+    pub fn finish(self, len: u64) -> std::io::Result<Option<String>> {
+        let (mut run, mut copy) = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        // As in `write_at`, a failed read-back only costs the digest.
+        let _ = catch_up_from(self.local, &mut run, &mut copy);
+        Ok(run.finish(len))
+    }
+}
+
+/// Hashes the bytes `run` noted beyond its prefix once they continue it, reading them from
+/// `local` (opened on first need).
+fn catch_up_from(
+    local: &std::path::Path,
+    run: &mut Running,
+    copy: &mut Option<std::fs::File>,
+) -> std::io::Result<()> {
+    if !run.behind() {
+        return Ok(());
+    }
+    let f = match copy {
+        Some(f) => f,
+        None => copy.insert(std::fs::File::open(local)?),
+    };
+    run.catch_up(f)
+}
+
+impl Sink for HashingSink<'_> {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset)?;
+        let mut st = self
+            .state
+            .lock()
+            .map_err(|_| std::io::Error::other("checksum state poisoned"))?;
+        let (run, copy) = &mut *st;
+        run.update(offset, buf);
+        // The data is written; a failed read-back (no file descriptor left, the file renamed
+        // by someone else) only costs the digest, which `finish` then leaves to a re-read.
+        let _ = catch_up_from(self.local, run, copy);
+        Ok(())
+    }
+}
+
+/// A source that hashes what is read from it ([`Running`]): in order as one stream reads it;
+/// bytes read ahead of the hashed prefix are read again once the gap before them is filled.
+pub struct HashingSource<'a> {
+    inner: &'a dyn Source,
+    run: std::sync::Mutex<Running>,
+}
+
+impl<'a> HashingSource<'a> {
+    /// Hashes with `alg` what is read from `inner`.
+    pub fn new(inner: &'a dyn Source, alg: Algorithm) -> HashingSource<'a> {
+        HashingSource {
+            inner,
+            run: std::sync::Mutex::new(Running::new(alg)),
+        }
+    }
+
+    /// The digest of bytes `[0, len)`, or None unless exactly those were read.
+    pub fn finish(self, len: u64) -> Option<String> {
+        self.run
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish(len)
+    }
+}
+
+impl Source for HashingSource<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let n = self.inner.read_at(buf, offset)?;
+        if let Ok(mut run) = self.run.lock() {
+            run.update(offset, &buf[..n]);
+            if run.behind() {
+                // A failed re-read only costs the digest (`finish` gives None).
+                let _ = run.catch_up(self.inner);
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(alg: Algorithm, data: &[u8]) -> String {
+        let mut h = Hasher::new(alg);
+        h.update(data);
+        h.finish_hex()
+    }
+
+    #[test]
+    fn known_vectors() {
+        assert_eq!(
+            of(Algorithm::Md5, b"abc"),
+            "900150983cd24fb0d6963f7d28e17f72"
+        );
+        assert_eq!(of(Algorithm::Adler32, b"Wikipedia"), "11e60398");
+        assert_eq!(of(Algorithm::Crc32c, b"123456789"), "e3069283");
+        assert_eq!(
+            of(Algorithm::Xxh128, b""),
+            "99aa06d3014798d86001c324468d497f"
+        );
+    }
+
+    #[test]
+    fn ranges_and_names() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), b"xxabcxx").unwrap();
+        let file = std::fs::File::open(f.path()).unwrap();
+        assert_eq!(
+            checksum(&file, Algorithm::Md5, 2, Some(3)).unwrap(),
+            of(Algorithm::Md5, b"abc")
+        );
+        assert_eq!(
+            checksum(&file, Algorithm::Md5, 0, None).unwrap(),
+            of(Algorithm::Md5, b"xxabcxx")
+        );
+        for a in Algorithm::ALL {
+            assert_eq!(a.name().parse::<Algorithm>().unwrap(), a);
+        }
+        assert!("sha3".parse::<Algorithm>().is_err());
+    }
+
+    #[test]
+    fn running_in_any_order() {
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let copy = data.clone();
+        let want = of(Algorithm::Xxh128, &data);
+        // In order, in uneven pieces.
+        let mut r = Running::new(Algorithm::Xxh128);
+        for (i, c) in data.chunks(65_521).enumerate() {
+            r.update(i as u64 * 65_521, c);
+            assert!(!r.behind());
+        }
+        assert_eq!(r.finish(data.len() as u64).as_deref(), Some(want.as_str()));
+        // Out of order: later pieces are read back from the copy once the gap is filled.
+        let mut r = Running::new(Algorithm::Xxh128);
+        let pieces: Vec<(u64, &[u8])> = data
+            .chunks(100_000)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 100_000, c))
+            .collect();
+        for &k in &[2, 1, 4, 0, 3, 6, 5] {
+            let (o, c) = pieces[k];
+            r.update(o, c);
+            if r.behind() {
+                r.catch_up(&copy).unwrap();
+            }
+        }
+        assert_eq!(r.finish(data.len() as u64).as_deref(), Some(want.as_str()));
+        // A gap, a short copy, or bytes given twice: no digest.
+        let mut r = Running::new(Algorithm::Xxh128);
+        r.update(0, &data[..10]);
+        r.update(20, &data[20..30]);
+        assert_eq!(r.finish(30), None);
+        let mut r = Running::new(Algorithm::Xxh128);
+        r.update(0, &data[..10]);
+        r.update(5, &data[5..15]);
+        assert_eq!(r.finish(15), None);
+        let mut r = Running::new(Algorithm::Xxh128);
+        r.update(10, &data[10..20]);
+        r.update(0, &data[..10]);
+        assert!(r.catch_up(&data[..15].to_vec()).is_err());
+        r.update(20, &data[20..30]);
+        assert_eq!(r.finish(30), None);
+    }
+
+    /// Blocks written in any order: the digest is the file's, without reading back more than
+    /// the blocks that came early.
+    #[test]
+    fn hashing_sink_matches_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.haul-part");
+        let file = std::fs::File::create(&path).unwrap();
+        let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 253) as u8).collect();
+        let sink = HashingSink::new(&file, Algorithm::Xxh128, &path);
+        let blocks: Vec<(u64, &[u8])> = data
+            .chunks(131_072)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 131_072, c))
+            .collect();
+        for &k in &[0, 3, 1, 2, 7, 5, 6, 4] {
+            sink.write_at(blocks[k].1, blocks[k].0).unwrap();
+        }
+        let got = sink.finish(data.len() as u64).unwrap();
+        assert_eq!(
+            got.unwrap(),
+            checksum(
+                &std::fs::File::open(&path).unwrap(),
+                Algorithm::Xxh128,
+                0,
+                None
+            )
+            .unwrap()
+        );
+        // Short of the expected length: no digest, so the caller hashes the file instead.
+        let sink = HashingSink::new(&file, Algorithm::Xxh128, &path);
+        sink.write_at(&data[..100], 0).unwrap();
+        assert_eq!(sink.finish(200).unwrap(), None);
+    }
+
+    /// A block that came early cannot be read back (here the path is wrong): the write still
+    /// succeeds and only the digest is lost.
+    #[test]
+    fn a_failed_read_back_costs_the_digest_not_the_write() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.haul-part");
+        let file = std::fs::File::create(&path).unwrap();
+        let data = vec![9u8; 300_000];
+        let gone = d.path().join("renamed-away");
+        let sink = HashingSink::new(&file, Algorithm::Xxh128, &gone);
+        sink.write_at(&data[150_000..], 150_000).unwrap();
+        sink.write_at(&data[..150_000], 0).unwrap();
+        assert_eq!(sink.finish(data.len() as u64).unwrap(), None);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            data,
+            "every byte was written"
+        );
+    }
+}
