@@ -3,6 +3,28 @@
 
 use crate::error::{Error, Result};
 
+/// Parses a duration such as `100ms`, `1.5s`, `250us`, `0` into seconds (`haul_units`).
+pub fn parse_duration(text: &str) -> Result<f64> {
+    haul_units::parse_duration(text).map_err(|e| Error::parse("duration", text, e.why))
+}
+
+/// Parses a link rate such as `1gbit`, `100mbit`, `10Gb/s`, `5e8bit` into bytes per second
+/// (`haul_units`: bits or bytes per second, said by the unit); zero is refused.
+pub fn parse_rate(text: &str) -> Result<f64> {
+    let r = haul_units::parse_rate(text).map_err(|e| Error::parse("rate", text, e.why))?;
+    if r.bits_per_sec() == 0.0 {
+        return Err(Error::parse("rate", text, "must be positive"));
+    }
+    Ok(r.bytes_per_sec())
+}
+
+/// Parses a size such as `9000`, `64k`, `4MiB`, `1M` into bytes (`haul_units`: K, M, G are
+/// powers of 1024, KB, MB, GB powers of 1000).
+pub fn parse_size(text: &str) -> Result<u64> {
+    haul_units::parse_size(text).map_err(|e| Error::parse("size", text, e.why))
+}
+
+/// The number at the start of `s`, and the rest.
 fn split_number(s: &str) -> (&str, &str) {
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
@@ -22,75 +44,6 @@ fn number(what: &'static str, text: &str, num: &str) -> Result<f64> {
         ));
     }
     Ok(v)
-}
-
-/// Parses a duration such as `100ms`, `1.5s`, `250us`, `0` into seconds.
-pub fn parse_duration(text: &str) -> Result<f64> {
-    let t = text.trim();
-    let (num, unit) = split_number(t);
-    let v = number("duration", text, num)?;
-    let scale = match unit.to_ascii_lowercase().as_str() {
-        "" if v == 0.0 => 1.0,
-        "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "" => {
-            return Err(Error::parse(
-                "duration",
-                text,
-                "missing unit (s, ms, us, ns)",
-            ))
-        }
-        _ => {
-            return Err(Error::parse(
-                "duration",
-                text,
-                "unknown unit (use s, ms, us, ns)",
-            ))
-        }
-    };
-    Ok(v * scale)
-}
-
-/// Parses a link rate such as `1gbit`, `100mbit`, `10Gb/s`, `5e8bit` into bytes per second.
-pub fn parse_rate(text: &str) -> Result<f64> {
-    let t = text.trim();
-    let (num, unit) = split_number(t);
-    let v = number("rate", text, num)?;
-    let bits = match unit.to_ascii_lowercase().as_str() {
-        "bit" | "b/s" => 1.0,
-        "kbit" | "kb/s" => 1e3,
-        "mbit" | "mb/s" => 1e6,
-        "gbit" | "gb/s" => 1e9,
-        "tbit" | "tb/s" => 1e12,
-        _ => {
-            return Err(Error::parse(
-                "rate",
-                text,
-                "unknown unit (use bit, kbit, mbit, gbit, tbit or Mb/s, Gb/s)",
-            ))
-        }
-    };
-    if v == 0.0 {
-        return Err(Error::parse("rate", text, "must be positive"));
-    }
-    Ok(v * bits / 8.0)
-}
-
-/// Parses a size such as `9000`, `64k`, `4MiB`, `1M` (k/M/G are powers of 1024) into bytes.
-pub fn parse_size(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let (num, unit) = split_number(t);
-    let v = number("size", text, num)?;
-    let scale = match unit.to_ascii_lowercase().trim_end_matches('b') {
-        "" => 1.0,
-        "k" | "ki" => 1024.0,
-        "m" | "mi" => 1024.0 * 1024.0,
-        "g" | "gi" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(Error::parse("size", text, "unknown unit (use k, M, G)")),
-    };
-    Ok((v * scale).round() as u64)
 }
 
 /// Parses a probability given as `0.01%` or as a fraction `0.0001`.
@@ -168,7 +121,13 @@ mod tests {
         assert_eq!(parse_rate("1gbit").unwrap(), 125e6);
         assert_eq!(parse_rate("100Mbit").unwrap(), 12.5e6);
         assert_eq!(parse_rate("10Gb/s").unwrap(), 1.25e9);
-        assert!(parse_rate("1gbps").is_err());
+        assert_eq!(parse_rate("1gbps").unwrap(), 125e6);
+        assert_eq!(
+            parse_rate("125MB/s").unwrap(),
+            125e6,
+            "bytes per second, said by the B"
+        );
+        assert!(parse_rate("1G").is_err(), "ambiguous: bits or bytes?");
         assert!(parse_rate("0gbit").is_err());
         assert_eq!(fmt_rate(125e6), "1gbit");
     }

@@ -33,7 +33,7 @@ fn killed_download_resumes_with_only_missing_ranges() {
             "-p",
             "4",
             "--max-rate",
-            "12M",
+            "12MiB/s",
             "--sample-ms",
             "100",
             &srv.url("big.bin"),

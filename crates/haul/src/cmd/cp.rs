@@ -19,7 +19,7 @@ use haul_xfer::{
     Clustering, Endpoint, Options, PasvAddress, PathEstimate, Summary, Transfer, Transport,
 };
 
-use super::{human_bytes, human_rate, parse_bytes};
+use super::{human_bytes, human_rate, parse_bytes, parse_rate_bytes};
 
 /// Arguments of `haul cp`.
 #[derive(clap::Args, Debug)]
@@ -37,10 +37,10 @@ pub struct Args {
     /// Commands queued per control session (pipelining depth), at least 1.
     #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub pipeline: usize,
-    /// TCP socket buffer size, e.g. 16M (default: kernel autotuning).
+    /// TCP socket buffer size, a size in bytes such as 16M (default: kernel autotuning).
     #[arg(long, value_parser = parse_bytes)]
     pub tcp_buffer: Option<u64>,
-    /// MODE E block size.
+    /// MODE E block size, a size in bytes (64K, 1M).
     #[arg(long, value_parser = parse_bytes, default_value = "1M")]
     pub block: u64,
     /// Checksum algorithm: xxh128 (default with haul peers), md5, adler32, crc32c.
@@ -66,18 +66,18 @@ pub struct Args {
     /// Continue interrupted transfers from their restart journals.
     #[arg(long)]
     pub resume: bool,
-    /// Bytes to read from /dev/zero (memory-to-memory runs).
+    /// Bytes to read from /dev/zero (memory-to-memory runs), a size such as 8G.
     #[arg(long, value_parser = parse_bytes)]
     pub len: Option<u64>,
-    /// Bandwidth cap per file, bytes per second (e.g. 100M).
-    #[arg(long, value_parser = parse_bytes)]
+    /// Bandwidth cap per file, a rate whose unit says bits or bytes (800mbit, 100MB/s).
+    #[arg(long, value_parser = parse_rate_bytes)]
     pub max_rate: Option<u64>,
     /// Data channel: tcp (MODE E streams) or plut (reliable UDP; the server must offer PLUT).
     #[arg(long, value_parser = parse_transport, default_value = "tcp")]
     pub transport: Transport,
-    /// PLUT: the sender's NIC rate, its pacing ceiling, bytes per second (e.g. 125M for
-    /// 1 Gb/s; default 10 Gb/s).
-    #[arg(long, value_parser = parse_bytes)]
+    /// PLUT: the sender's NIC rate, its pacing ceiling, a rate such as 1gbit or 125MB/s
+    /// (default 10gbit).
+    #[arg(long, value_parser = parse_rate_bytes)]
     pub plut_rate: Option<u64>,
     /// Seconds a data channel may stay silent (connecting, waiting for the server's connection,
     /// or between bytes) before the transfer fails.
@@ -280,10 +280,10 @@ fn parse_cutoffs(s: &str) -> Result<Cutoffs, String> {
 }
 
 /// `--bandwidth`: a link rate (`1gbit`, `10Gb/s`), in bits per second as the path estimate
-/// takes it (the rate parser gives bytes per second).
+/// takes it.
 fn parse_bandwidth(s: &str) -> Result<f64, String> {
-    match haul_netem::units::parse_rate(s) {
-        Ok(v) if v > 0.0 => Ok(v * 8.0),
+    match haul_units::parse_rate(s) {
+        Ok(r) if r.bits_per_sec() > 0.0 => Ok(r.bits_per_sec()),
         Ok(_) => Err(format!("{s:?}: the bandwidth must be positive")),
         Err(e) => Err(e.to_string()),
     }

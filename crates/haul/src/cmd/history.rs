@@ -526,27 +526,12 @@ fn parse_since(s: &str) -> Result<f64, String> {
 
 /// Parses a human duration (`90s`, `30m`, `24h`, `7d`, `2w`) into seconds.
 fn parse_duration(s: &str) -> Result<f64, String> {
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is neither a duration like 24h nor a Unix time"))?;
-    let factor = match unit {
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "d" => 86_400.0,
-        "w" => 604_800.0,
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown unit {unit:?} (use s, m, h, d or w)"
-            ))
-        }
-    };
-    if n < 0.0 || !n.is_finite() {
-        return Err(format!("{s:?}: duration must be a non-negative number"));
-    }
-    Ok(n * factor)
+    haul_units::parse_duration(s).map_err(|e| {
+        format!(
+            "{s:?} is neither a duration like 24h nor a Unix time: {}",
+            e.why
+        )
+    })
 }
 
 fn now_unix() -> f64 {

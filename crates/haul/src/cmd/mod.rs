@@ -27,25 +27,24 @@ pub mod exit {
     pub const CHECKSUM: u8 = 7;
 }
 
-/// Parses a byte count with an optional binary suffix: `4M`, `1G`, `65536`, `1.5GiB`.
+/// Parses a byte count: `65536`, `64K`, `4MiB`, `1G` (powers of 1024), `1GB` (of 1000); the
+/// grammar is `haul_units`, shared by every flag (docs/cli.md, "Units").
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a byte count"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" | "kb" => 1 << 10,
-        "m" | "mib" | "mb" => 1 << 20,
-        "g" | "gib" | "gb" => 1 << 30,
-        "t" | "tib" | "tb" => 1 << 40,
-        u => return Err(format!("unknown unit {u:?} in {s:?} (use K, M, G, T)")),
-    };
-    Ok((n * mult as f64).round() as u64)
+    haul_units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// Parses a rate into bytes per second; the unit must say bits or bytes: `1gbit`, `10Gb/s`,
+/// `125MB/s` (docs/cli.md, "Units").
+pub fn parse_rate_bytes(s: &str) -> Result<u64, String> {
+    let r = haul_units::parse_rate(s).map_err(|e| e.to_string())?;
+    Ok(r.bytes_per_sec().round() as u64)
+}
+
+/// Parses a rate into bits per second; the unit must say bits or bytes: `500mbit`, `1Gb/s`,
+/// `62.5MB/s` (docs/cli.md, "Units").
+pub fn parse_rate_bits(s: &str) -> Result<u64, String> {
+    let r = haul_units::parse_rate(s).map_err(|e| e.to_string())?;
+    Ok(r.bits_per_sec().round() as u64)
 }
 
 /// Formats bytes for people: `1.5 GiB`.
@@ -112,6 +111,10 @@ mod tests {
     fn parses_sizes() {
         assert_eq!(parse_bytes("65536"), Ok(65536));
         assert_eq!(parse_bytes("4M"), Ok(4 << 20));
+        assert_eq!(parse_bytes("1GB"), Ok(1_000_000_000));
+        assert_eq!(parse_rate_bytes("100MB/s"), Ok(100_000_000));
+        assert_eq!(parse_rate_bytes("1gbit"), Ok(125_000_000));
+        assert!(parse_rate_bytes("10M").is_err(), "bits or bytes?");
         assert_eq!(parse_bytes("1.5GiB"), Ok(3 << 29));
         assert!(parse_bytes("4X").is_err());
         assert!(parse_bytes("").is_err());

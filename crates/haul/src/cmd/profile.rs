@@ -14,7 +14,7 @@ use haul_profile::session::ClientOptions;
 use haul_profile::{sweep, tune, ProfileParams, TransportKind};
 use haul_store::Store;
 
-use super::parse_bytes;
+use super::{parse_bytes, parse_rate_bits};
 
 /// Arguments of `haul profile`.
 #[derive(clap::Args, Debug)]
@@ -59,7 +59,7 @@ struct Theta {
     /// Profiling duration d in seconds.
     #[arg(short = 't', long, default_value_t = 10.0)]
     time: f64,
-    /// Send this many bytes in total instead of a duration (e.g. 1G).
+    /// Send this many bytes in total instead of a duration (a size, e.g. 1G).
     #[arg(short = 'n', long, value_parser = parse_bytes)]
     bytes: Option<u64>,
     /// Block size l: bytes per send/recv call (TCP 128K, UDP = -M, UDT 10(m-16)-1).
@@ -71,8 +71,8 @@ struct Theta {
     /// Socket buffer (SO_SNDBUF/SO_RCVBUF) for TCP, UDP and PLUT, e.g. 4M.
     #[arg(short = 'w', long, value_parser = parse_bytes)]
     window: Option<u64>,
-    /// Bandwidth cap over all streams, bits/s (e.g. 500M, 1gbit; UDP default 1G).
-    #[arg(short = 'b', long, value_parser = parse_bits)]
+    /// Bandwidth cap over all streams, a rate (500mbit, 1gbit, 62.5MB/s; UDP default 1gbit).
+    #[arg(short = 'b', long, value_parser = parse_rate_bits)]
     bitrate: Option<u64>,
     /// Report interval in seconds (0: none).
     #[arg(short = 'i', long, default_value_t = 1.0)]
@@ -86,8 +86,8 @@ struct Theta {
     /// TCP maximum segment size (TCP_MAXSEG).
     #[arg(long)]
     mss: Option<u32>,
-    /// TCP pacing rate per stream, bits/s (SO_MAX_PACING_RATE).
-    #[arg(long, value_parser = parse_bits)]
+    /// TCP pacing rate per stream, a rate such as 2gbit (SO_MAX_PACING_RATE).
+    #[arg(long, value_parser = parse_rate_bits)]
     pacing: Option<u64>,
     /// UDT send buffer (UDT_SNDBUF).
     #[arg(long, value_parser = parse_bytes)]
@@ -101,17 +101,17 @@ struct Theta {
     /// UDP receive buffer under UDT (UDP_RCVBUF).
     #[arg(long, value_parser = parse_bytes)]
     udp_rcvbuf: Option<u64>,
-    /// Most bandwidth one UDT connection may use, bits/s (UDT_MAXBW).
-    #[arg(long, value_parser = parse_bits)]
+    /// Most bandwidth one UDT connection may use, a rate such as 1gbit (UDT_MAXBW).
+    #[arg(long, value_parser = parse_rate_bits)]
     udt_maxbw: Option<u64>,
     /// PLUT source-rate controller: rm (Robbins-Monro) or tsunami (ARET).
     #[arg(long, default_value = "rm")]
     plut_controller: PlutController,
-    /// PLUT rate each stream starts from, bits/s (default: the maximum rate / 16).
-    #[arg(long, value_parser = parse_bits)]
+    /// PLUT rate each stream starts from, a rate (default: the maximum rate / 16).
+    #[arg(long, value_parser = parse_rate_bits)]
     plut_initial_rate: Option<u64>,
-    /// PLUT maximum rate (NIC rate B) per stream, bits/s (default: -b / P, else 10G).
-    #[arg(long, value_parser = parse_bits)]
+    /// PLUT maximum rate (NIC rate B) per stream, a rate (default: -b / P, else 10gbit).
+    #[arg(long, value_parser = parse_rate_bits)]
     plut_max_rate: Option<u64>,
     /// Multi-NIC profiling: file of `SRC_IP DST_IP` lines; stream i uses line i mod N.
     #[arg(long)]
@@ -167,8 +167,8 @@ struct TuneArgs {
     /// Map buffer iterates exponentially (2^f') instead of linearly.
     #[arg(long)]
     buffer_exp: bool,
-    /// Target bandwidth B in bits/s for the gain-ratio stop rule.
-    #[arg(long, value_parser = parse_bits)]
+    /// Target bandwidth B for the gain-ratio stop rule, a rate such as 9gbit.
+    #[arg(long, value_parser = parse_rate_bits)]
     target: Option<u64>,
     /// Gain ratio C: stop when best/B reaches it.
     #[arg(long, default_value_t = 0.90)]
@@ -191,31 +191,6 @@ struct TuneArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// Parses a rate in bits per second: `500M`, `1gbit`, `2.5G`, `100000` (decimal units).
-fn parse_bits(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t
-        .trim_end_matches("bps")
-        .trim_end_matches("bit/s")
-        .trim_end_matches("bit");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a bit rate"))?;
-    let mult = match unit {
-        "" => 1e0,
-        "k" => 1e3,
-        "m" => 1e6,
-        "g" => 1e9,
-        "t" => 1e12,
-        u => return Err(format!("unknown unit {u:?} in {s:?} (use k, m, g, t)")),
-    };
-    Ok((n * mult).round() as u64)
 }
 
 fn params_of(t: &Theta) -> anyhow::Result<ProfileParams> {
@@ -494,13 +469,14 @@ fn run_tune(a: TuneArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_bits;
+    use super::parse_rate_bits;
 
     #[test]
-    fn bit_rates_use_decimal_units() {
-        assert_eq!(parse_bits("1gbit"), Ok(1_000_000_000));
-        assert_eq!(parse_bits("500M"), Ok(500_000_000));
-        assert_eq!(parse_bits("2.5G"), Ok(2_500_000_000));
-        assert!(parse_bits("fast").is_err());
+    fn bit_rates_say_their_unit() {
+        assert_eq!(parse_rate_bits("1gbit"), Ok(1_000_000_000));
+        assert_eq!(parse_rate_bits("2.5Gb/s"), Ok(2_500_000_000));
+        assert_eq!(parse_rate_bits("62.5MB/s"), Ok(500_000_000));
+        assert!(parse_rate_bits("500M").unwrap_err().contains("ambiguous"));
+        assert!(parse_rate_bits("fast").is_err());
     }
 }
