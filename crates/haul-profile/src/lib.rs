@@ -5,10 +5,12 @@
 //! (TCP, UDP blast, UDT4, PLUT). [`session`] runs the client and the server, [`report`] turns the
 //! counters into per-stream averages and the aggregate throughput (Eqs. 3.1–3.2 of 000),
 //! [`sweep`] walks a parameter grid into a profile table and control-response plots, and
-//! [`tune`] drives `haul_tune`'s SPSA with real probes (FastProf).
+//! [`tune`] drives `haul_tune`'s SPSA with real probes (FastProf); [`handoff`] reads a result
+//! back as the settings a transfer can use.
 
 pub mod control;
 mod error;
+pub mod handoff;
 pub mod params;
 pub mod plot;
 pub mod report;
@@ -18,6 +20,7 @@ pub mod transport;
 pub mod tune;
 
 pub use error::ProfileError;
+pub use handoff::TransferSettings;
 pub use params::{NicPair, ProfileParams, TransportKind};
 pub use report::{ProfileReport, StreamResult};
 pub use session::{run_client, Server};

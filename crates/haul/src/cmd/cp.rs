@@ -28,21 +28,27 @@ pub struct Args {
     pub src: String,
     /// Destination, in the same forms.
     pub dst: String,
-    /// TCP streams per file (parallelism), 1 to 64.
-    #[arg(short = 'p', long = "parallelism", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub parallelism: u32,
+    /// TCP streams per file (parallelism), 1 to 64 (default 4, or the --profile's streams).
+    #[arg(short = 'p', long = "parallelism", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallelism: Option<u32>,
     /// Files in flight at once (concurrency: control sessions), at least 1.
     #[arg(long, short = 'c', default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
     /// Commands queued per control session (pipelining depth), at least 1.
     #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub pipeline: usize,
-    /// TCP socket buffer size, a size in bytes such as 16M (default: kernel autotuning).
+    /// TCP socket buffer size, a size in bytes such as 16M (default: kernel autotuning, or the
+    /// --profile's buffer).
     #[arg(long, value_parser = parse_bytes)]
     pub tcp_buffer: Option<u64>,
-    /// MODE E block size, a size in bytes (64K, 1M).
-    #[arg(long, value_parser = parse_bytes, default_value = "1M")]
-    pub block: u64,
+    /// MODE E block size, a size in bytes such as 256K (default 1M, or the --profile's block).
+    #[arg(long, value_parser = parse_bytes)]
+    pub block: Option<u64>,
+    /// Settings from a TCP profile: the JSON that `haul profile tune --json` (its best θ) or
+    /// `haul profile run --json` printed. Its streams, block and buffer stand in for -p, --block
+    /// and --tcp-buffer where those are not given.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
     /// Checksum algorithm: xxh128 (default with haul peers), md5, adler32, crc32c.
     #[arg(long)]
     pub checksum: Option<Algorithm>,
@@ -279,6 +285,39 @@ fn parse_cutoffs(s: &str) -> Result<Cutoffs, String> {
     Ok(c)
 }
 
+/// Streams, block and socket buffer: each flag given, else the --profile's value, else the
+/// default (4 streams, 1 MiB blocks, kernel autotuning).
+fn settings(args: &Args) -> anyhow::Result<(u32, u64, Option<u64>)> {
+    let profile = match &args.profile {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the profile {}", path.display()))?;
+            let s = haul_profile::TransferSettings::from_json(&text)
+                .with_context(|| format!("the profile {}", path.display()))?;
+            if s.transport != haul_profile::TransportKind::Tcp {
+                anyhow::bail!(
+                    "the profile {} measured {}; haul cp can take its settings only from a TCP \
+                     profile",
+                    path.display(),
+                    s.transport.as_str()
+                );
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    let parallelism = args
+        .parallelism
+        .or(profile.map(|p| p.streams.clamp(1, 64)))
+        .unwrap_or(4);
+    let block = args
+        .block
+        .or(profile.and_then(|p| p.block))
+        .unwrap_or(1 << 20);
+    let buffer = args.tcp_buffer.or(profile.and_then(|p| p.buffer));
+    Ok((parallelism, block, buffer))
+}
+
 /// `--bandwidth`: a link rate (`1gbit`, `10Gb/s`), in bits per second as the path estimate
 /// takes it.
 fn parse_bandwidth(s: &str) -> Result<f64, String> {
@@ -343,12 +382,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let (parallelism, block, tcp_buffer) = settings(&args)?;
     let opts = Options {
-        parallelism: args.parallelism,
+        parallelism,
         concurrency: args.concurrency,
         pipeline: args.pipeline,
-        tcp_buffer: args.tcp_buffer.map(|b| b as usize),
-        block: args.block.clamp(4096, 64 << 20) as usize,
+        tcp_buffer: tcp_buffer.map(|b| b as usize),
+        block: block.clamp(4096, 64 << 20) as usize,
         checksum: args.checksum,
         verify: !args.no_verify,
         resume: args.resume,
@@ -372,7 +412,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .clusters
         .map_or(args.tune.then_some(Policy::MultiCluster), |m| m.0);
     if let Some(policy) = policy.filter(|_| args.transport == Transport::Tcp) {
-        match path_estimate(&src, &dst, &args, tls.as_ref()) {
+        match path_estimate(&src, &dst, &args, opts.tcp_buffer, tls.as_ref()) {
             Ok(path) => {
                 opts.clustering = Some(Clustering {
                     path,
@@ -440,7 +480,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json_summary(&args, &summary, &tuning))?
+            serde_json::to_string_pretty(&json_summary(&args, &opts, &summary, &tuning))?
         );
     } else if !args.quiet {
         let rate = if summary.duration_s > 0.0 {
@@ -525,9 +565,9 @@ fn path_estimate(
     src: &Endpoint,
     dst: &Endpoint,
     args: &Args,
+    buffer: Option<usize>,
     tls: Option<&ClientTls>,
 ) -> anyhow::Result<PathEstimate> {
-    let buffer = args.tcp_buffer.map(|b| b as usize);
     let mut best: Option<PathEstimate> = None;
     for e in [src, dst] {
         if let Endpoint::Remote(r) = e {
@@ -595,7 +635,12 @@ fn verification(args: &Args, s: &Summary) -> &'static str {
     }
 }
 
-fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serde_json::Value {
+fn json_summary(
+    args: &Args,
+    opts: &Options,
+    s: &Summary,
+    tuning: &[autotune::TuneStep],
+) -> serde_json::Value {
     let rate = if s.duration_s > 0.0 {
         s.bytes as f64 * 8.0 / s.duration_s
     } else {
@@ -614,7 +659,9 @@ fn json_summary(args: &Args, s: &Summary, tuning: &[autotune::TuneStep]) -> serd
         "unverified_files": s.files.saturating_sub(s.verified),
         "retransferred_files": s.retransferred,
         "checksum": s.checksum,
-        "parallelism": args.parallelism,
+        "parallelism": opts.parallelism,
+        "block": opts.block,
+        "tcp_buffer": opts.tcp_buffer,
         "concurrency": args.concurrency,
         "pipeline": args.pipeline,
         "transport": transport_name(args.transport),
