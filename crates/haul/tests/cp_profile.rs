@@ -7,8 +7,7 @@ mod common;
 use common::haul::*;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 struct Profiler(Child);
 
@@ -21,21 +20,9 @@ impl Drop for Profiler {
 
 /// `haul profile serve` on a free loopback port, and its address.
 fn profile_server() -> (Profiler, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["profile", "serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start haul profile serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("listen line");
-    let addr = line
-        .trim()
-        .strip_prefix("haul profile serve: listening on ")
-        .expect("listen line")
-        .to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_haul"));
+    cmd.args(["profile", "serve", "--listen", "127.0.0.1:0"]);
+    let (child, addr) = listening(cmd, "haul profile serve: listening on ");
     (Profiler(child), addr)
 }
 

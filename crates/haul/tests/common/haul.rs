@@ -33,24 +33,31 @@ impl Drop for Serve {
 
 /// Starts `haul serve --root ROOT` with `extra` flags and waits for its listen line.
 pub fn serve(root: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_haul"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root)
-        .args(extra)
+        .args(extra);
+    let (child, addr) = listening(cmd, "haul serve: listening on ");
+    Serve { child, addr }
+}
+
+/// Starts `cmd`, a haul server, and reads the address from its first line, `PREFIX ADDR`.
+pub fn listening(mut cmd: Command, prefix: &str) -> (Child, String) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start haul serve");
+        .expect("start the server");
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("listen line");
     let addr = line
         .trim()
-        .strip_prefix("haul serve: listening on ")
+        .strip_prefix(prefix)
         .expect("listen line")
         .to_string();
-    Serve { child, addr }
+    (child, addr)
 }
 
 /// Runs `haul cp ARGS --history HISTORY`, echoing its output for failure diagnosis.
