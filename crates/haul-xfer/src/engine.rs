@@ -454,21 +454,9 @@ fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferErr
     match error {
         // A failure of the engine itself says which files it cost; any other failure already
         // names its file, host or cause.
-        Some(XferError::Internal(cause)) => {
-            return Err(XferError::NotMoved {
-                planned: ledger.planned(),
-                missing: ledger.missing(),
-                cause: Some(cause),
-            })
-        }
+        Some(XferError::Internal(cause)) => return Err(ledger.not_moved(Some(cause))),
         Some(e) => return Err(e),
-        None if !ledger.balances() => {
-            return Err(XferError::NotMoved {
-                planned: ledger.planned(),
-                missing: ledger.missing(),
-                cause: None,
-            })
-        }
+        None if !ledger.balances() => return Err(ledger.not_moved(None)),
         None => {}
     }
     drop(ledger);
@@ -500,10 +488,13 @@ fn queued(shared: &Shared) -> bool {
     match shared.queue.lock() {
         Ok(q) => !q.is_empty(),
         Err(_) => {
-            fail(
-                shared,
-                XferError::Internal("a session panicked while holding the file queue".into()),
-            );
+            // Read every few milliseconds until the sessions have left: report it once.
+            if !shared.stop.load(Ordering::Relaxed) {
+                fail(
+                    shared,
+                    XferError::Internal("a session panicked while holding the file queue".into()),
+                );
+            }
             false
         }
     }

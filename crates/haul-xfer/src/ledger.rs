@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::XferError;
+
 /// Files planned, by destination, and how many of each are still owed.
 #[derive(Debug, Default)]
 pub struct Ledger {
@@ -57,6 +59,15 @@ impl Ledger {
     /// True when every file planned arrived.
     pub fn balances(&self) -> bool {
         self.owed.is_empty()
+    }
+
+    /// The error that names the files still owed, and what stopped the engine if it failed.
+    pub fn not_moved(&self, cause: Option<String>) -> XferError {
+        XferError::NotMoved {
+            planned: self.planned,
+            missing: self.missing(),
+            cause,
+        }
     }
 }
 
