@@ -14,7 +14,7 @@ use crate::forward::{self, Shared};
 use crate::model::{DirModel, DirStats};
 use crate::netns;
 use crate::params::{DirParams, DirPatch};
-use crate::topology::{Dir, Topology};
+use crate::topology::{Dir, LinkSpec, Topology};
 use crate::tun::Tun;
 
 /// The prefix of everything `haul netem` creates.
@@ -111,90 +111,110 @@ impl Testbed {
         let bufmax = buffer_max(topo);
         netns::allow_all_congestion_controls()?;
         for h in &topo.hosts {
-            let ns = tb.ns(h);
-            netns::add(&ns)?;
-            tb.namespaces.push(ns.clone());
-            netns::ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            let s = |k: &'static str, v: String| (k, v, false);
-            let o = |k: &'static str, v: String| (k, v, true);
-            netns::sysctls(
-                &ns,
-                &[
-                    o("net.ipv6.conf.all.disable_ipv6", "1".into()),
-                    o("net.ipv6.conf.default.disable_ipv6", "1".into()),
-                    s("net.ipv4.ip_forward", "1".into()),
-                    s("net.ipv4.conf.all.rp_filter", "0".into()),
-                    s("net.ipv4.conf.default.rp_filter", "0".into()),
-                    s("net.ipv4.tcp_rmem", format!("4096 131072 {bufmax}")),
-                    s("net.ipv4.tcp_wmem", format!("4096 16384 {bufmax}")),
-                    o("net.core.rmem_max", bufmax.to_string()),
-                    o("net.core.wmem_max", bufmax.to_string()),
-                ],
-            )?;
+            tb.add_host(h, bufmax)?;
         }
         for (i, l) in topo.links.iter().enumerate() {
-            let mut tuns = Vec::new();
-            for host in [&l.a, &l.b] {
-                let ns = tb.ns(host);
-                let dev = topo.ifname(i, host);
-                let tun = Tun::create(&ns, &dev)?;
-                let mtu = l.mtu.to_string();
-                netns::ip(&[
-                    "-n",
-                    &ns,
-                    "link",
-                    "set",
-                    "dev",
-                    &dev,
-                    "mtu",
-                    &mtu,
-                    "txqueuelen",
-                    "10000",
-                    "up",
-                ])?;
-                let addr = format!("{}/24", topo.link_addr(i, host));
-                netns::ip(&["-n", &ns, "addr", "add", &addr, "dev", &dev])?;
-                tuns.push(Arc::new(tun));
-            }
-            let rtt = l.rtt();
-            let mk = |p: &DirParams, d: u64| {
-                Arc::new(Shared {
-                    model: Mutex::new(DirModel::new(
-                        p.clone(),
-                        rtt,
-                        l.mtu,
-                        tb.opts.seed ^ (i as u64 * 2 + d),
-                    )),
-                    write_errors: AtomicU64::new(0),
-                })
-            };
-            let dirs = [mk(&l.ab, 0), mk(&l.ba, 1)];
-            for (d, (from, to)) in [(0, 1), (1, 0)].into_iter().enumerate() {
-                let (input, output, shared, stop) = (
-                    tuns[from].clone(),
-                    tuns[to].clone(),
-                    dirs[d].clone(),
-                    tb.stop.clone(),
-                );
-                let mtu = l.mtu as usize;
-                let name = format!("netem-{}{}", l.name(), if d == 0 { ">" } else { "<" });
-                let h = std::thread::Builder::new()
-                    .name(name.clone())
-                    .spawn(move || forward::run(input, output, shared, mtu, stop))
-                    .map_err(|e| Error::sys(format!("spawn forwarder thread {name}"), e))?;
-                tb.threads.push(h);
-            }
-            tb.links.push(LinkRt { dirs });
+            tb.add_link(i, l)?;
         }
         for h in &topo.hosts {
-            let ns = tb.ns(h);
-            for (li, via) in topo.routes(h) {
-                let net = format!("10.78.{li}.0/24");
-                let dev = topo.ifname(via, h);
-                netns::ip(&["-n", &ns, "route", "add", &net, "dev", &dev])?;
-            }
+            tb.add_routes(h)?;
         }
         Ok(tb)
+    }
+
+    /// Creates `host`'s namespace with loopback up and the testbed's sysctls, TCP buffers
+    /// up to `bufmax` bytes.
+    fn add_host(&mut self, host: &str, bufmax: u64) -> Result<()> {
+        let ns = self.ns(host);
+        netns::add(&ns)?;
+        self.namespaces.push(ns.clone());
+        netns::ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+        let s = |k: &'static str, v: String| (k, v, false);
+        let o = |k: &'static str, v: String| (k, v, true);
+        netns::sysctls(
+            &ns,
+            &[
+                o("net.ipv6.conf.all.disable_ipv6", "1".into()),
+                o("net.ipv6.conf.default.disable_ipv6", "1".into()),
+                s("net.ipv4.ip_forward", "1".into()),
+                s("net.ipv4.conf.all.rp_filter", "0".into()),
+                s("net.ipv4.conf.default.rp_filter", "0".into()),
+                s("net.ipv4.tcp_rmem", format!("4096 131072 {bufmax}")),
+                s("net.ipv4.tcp_wmem", format!("4096 16384 {bufmax}")),
+                o("net.core.rmem_max", bufmax.to_string()),
+                o("net.core.wmem_max", bufmax.to_string()),
+            ],
+        )
+    }
+
+    /// Creates link `i`'s TUN pair and starts a forwarder thread for each direction.
+    fn add_link(&mut self, i: usize, l: &LinkSpec) -> Result<()> {
+        let tuns = [self.add_tun(i, l, &l.a)?, self.add_tun(i, l, &l.b)?];
+        let rtt = l.rtt();
+        let mk = |p: &DirParams, d: u64| {
+            Arc::new(Shared {
+                model: Mutex::new(DirModel::new(
+                    p.clone(),
+                    rtt,
+                    l.mtu,
+                    self.opts.seed ^ (i as u64 * 2 + d),
+                )),
+                write_errors: AtomicU64::new(0),
+            })
+        };
+        let dirs = [mk(&l.ab, 0), mk(&l.ba, 1)];
+        for (d, (from, to)) in [(0, 1), (1, 0)].into_iter().enumerate() {
+            let (input, output, shared, stop) = (
+                tuns[from].clone(),
+                tuns[to].clone(),
+                dirs[d].clone(),
+                self.stop.clone(),
+            );
+            let mtu = l.mtu as usize;
+            let name = format!("netem-{}{}", l.name(), if d == 0 { ">" } else { "<" });
+            let h = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(move || forward::run(input, output, shared, mtu, stop))
+                .map_err(|e| Error::sys(format!("spawn forwarder thread {name}"), e))?;
+            self.threads.push(h);
+        }
+        self.links.push(LinkRt { dirs });
+        Ok(())
+    }
+
+    /// Creates `host`'s end of link `i`: a TUN device with the link's MTU and address, up.
+    fn add_tun(&self, i: usize, l: &LinkSpec, host: &str) -> Result<Arc<Tun>> {
+        let ns = self.ns(host);
+        let dev = self.topo.ifname(i, host);
+        let tun = Tun::create(&ns, &dev)?;
+        let mtu = l.mtu.to_string();
+        netns::ip(&[
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "dev",
+            &dev,
+            "mtu",
+            &mtu,
+            "txqueuelen",
+            "10000",
+            "up",
+        ])?;
+        let addr = format!("{}/24", self.topo.link_addr(i, host));
+        netns::ip(&["-n", &ns, "addr", "add", &addr, "dev", &dev])?;
+        Ok(Arc::new(tun))
+    }
+
+    /// Adds `host`'s routes to every link subnet it is not on.
+    fn add_routes(&self, host: &str) -> Result<()> {
+        let ns = self.ns(host);
+        for (li, via) in self.topo.routes(host) {
+            let net = format!("10.78.{li}.0/24");
+            let dev = self.topo.ifname(via, host);
+            netns::ip(&["-n", &ns, "route", "add", &net, "dev", &dev])?;
+        }
+        Ok(())
     }
 
     fn ns(&self, host: &str) -> String {

@@ -10,6 +10,10 @@ use thiserror::Error;
 use crate::hostport;
 use crate::markers::RangeSet;
 
+mod parse;
+
+use parse::{bad, num};
+
 /// A command line could not be understood.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CommandError {
@@ -208,57 +212,6 @@ pub enum Command {
     },
 }
 
-fn need(verb: &'static str, arg: &str) -> Result<String, CommandError> {
-    if arg.is_empty() {
-        Err(CommandError::MissingArgument(verb))
-    } else {
-        Ok(arg.to_string())
-    }
-}
-
-fn opt(arg: &str) -> Option<String> {
-    if arg.is_empty() {
-        None
-    } else {
-        Some(arg.to_string())
-    }
-}
-
-fn num(verb: &'static str, s: &str) -> Result<u64, CommandError> {
-    s.trim()
-        .parse::<u64>()
-        .map_err(|_| CommandError::BadArgument {
-            verb,
-            reason: format!("{s:?} is not a non-negative integer"),
-        })
-}
-
-fn bad(verb: &'static str, reason: impl Into<String>) -> CommandError {
-    CommandError::BadArgument {
-        verb,
-        reason: reason.into(),
-    }
-}
-
-/// Splits `n` whitespace-separated fields off the front of `s`, returning them and the rest.
-fn fields<'a>(
-    verb: &'static str,
-    s: &'a str,
-    n: usize,
-) -> Result<(Vec<&'a str>, &'a str), CommandError> {
-    let mut out = Vec::with_capacity(n);
-    let mut rest = s.trim_start();
-    for _ in 0..n {
-        let end = rest.find(' ').unwrap_or(rest.len());
-        if end == 0 {
-            return Err(bad(verb, format!("expected {n} fields before the path")));
-        }
-        out.push(&rest[..end]);
-        rest = rest[end..].strip_prefix(' ').unwrap_or(&rest[end..]);
-    }
-    Ok((out, rest))
-}
-
 impl Command {
     /// Parses one control line (without its CRLF).
     pub fn parse(line: &str) -> Result<Command, CommandError> {
@@ -275,157 +228,23 @@ impl Command {
             return Err(CommandError::BadVerb(verb.chars().take(16).collect()));
         }
         let upper = verb.to_ascii_uppercase();
-        let cmd = match upper.as_str() {
-            "USER" => Command::User(need("USER", arg)?),
-            "PASS" => Command::Pass(arg.to_string()),
-            "ACCT" => Command::Acct(need("ACCT", arg)?),
-            "CWD" => Command::Cwd(need("CWD", arg)?),
-            "XCWD" => Command::Cwd(need("CWD", arg)?),
-            "CDUP" | "XCUP" => Command::Cdup,
-            "QUIT" => Command::Quit,
-            "REIN" => Command::Rein,
-            "PORT" => Command::Port(hostport::parse_port(arg).map_err(|e| bad("PORT", e))?),
-            "EPRT" => Command::Eprt(hostport::parse_eprt(arg).map_err(|e| bad("EPRT", e))?),
-            "PASV" => Command::Pasv,
-            "EPSV" => Command::Epsv,
-            "SPAS" => Command::Spas,
-            "SPOR" => {
-                let addrs = arg
-                    .split_whitespace()
-                    .map(hostport::parse_port)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| bad("SPOR", e))?;
-                if addrs.is_empty() {
-                    return Err(CommandError::MissingArgument("SPOR"));
-                }
-                Command::Spor(addrs)
+        // Families are disjoint; a verb none of them knows is kept as `Unknown`.
+        let families = [
+            parse::access,
+            parse::transfer_params,
+            parse::service,
+            parse::rfc_extensions,
+            parse::gridftp,
+        ];
+        for family in families {
+            if let Some(cmd) = family(&upper, arg)? {
+                return Ok(cmd);
             }
-            "TYPE" => {
-                let t = arg.split_whitespace().next().unwrap_or("");
-                match t.to_ascii_uppercase().as_str() {
-                    "A" => Command::Type(TransferType::Ascii),
-                    "I" | "L" => Command::Type(TransferType::Image),
-                    "" => return Err(CommandError::MissingArgument("TYPE")),
-                    other => return Err(bad("TYPE", format!("unsupported type {other}"))),
-                }
-            }
-            "MODE" => match arg.trim().to_ascii_uppercase().as_str() {
-                "S" => Command::Mode(TransferMode::Stream),
-                "E" => Command::Mode(TransferMode::Extended),
-                "" => return Err(CommandError::MissingArgument("MODE")),
-                other => return Err(bad("MODE", format!("unsupported mode {other}"))),
-            },
-            "STRU" => match arg.trim().to_ascii_uppercase().as_str() {
-                "F" => Command::Stru('F'),
-                "" => return Err(CommandError::MissingArgument("STRU")),
-                other => return Err(bad("STRU", format!("unsupported structure {other}"))),
-            },
-            "RETR" => Command::Retr(need("RETR", arg)?),
-            "STOR" => Command::Stor(need("STOR", arg)?),
-            "APPE" => Command::Appe(need("APPE", arg)?),
-            "ERET" => {
-                let (f, path) = fields("ERET", arg, 3)?;
-                if !f[0].eq_ignore_ascii_case("P") {
-                    return Err(bad("ERET", format!("unsupported module {}", f[0])));
-                }
-                Command::Eret {
-                    offset: num("ERET", f[1])?,
-                    length: num("ERET", f[2])?,
-                    path: need("ERET", path)?,
-                }
-            }
-            "ESTO" => {
-                let (f, path) = fields("ESTO", arg, 2)?;
-                if !f[0].eq_ignore_ascii_case("A") {
-                    return Err(bad("ESTO", format!("unsupported module {}", f[0])));
-                }
-                Command::Esto {
-                    offset: num("ESTO", f[1])?,
-                    path: need("ESTO", path)?,
-                }
-            }
-            "ALLO" => {
-                let n = arg
-                    .split_whitespace()
-                    .next()
-                    .ok_or(CommandError::MissingArgument("ALLO"))?;
-                Command::Allo(num("ALLO", n)?)
-            }
-            "REST" => {
-                let a = arg.trim();
-                if a.is_empty() {
-                    return Err(CommandError::MissingArgument("REST"));
-                }
-                if a.contains('-') || a.contains(',') {
-                    Command::Rest(Restart::Ranges(
-                        RangeSet::parse(a).map_err(|e| bad("REST", e.to_string()))?,
-                    ))
-                } else {
-                    Command::Rest(Restart::Offset(num("REST", a)?))
-                }
-            }
-            "RNFR" => Command::Rnfr(need("RNFR", arg)?),
-            "RNTO" => Command::Rnto(need("RNTO", arg)?),
-            "ABOR" => Command::Abor,
-            "DELE" => Command::Dele(need("DELE", arg)?),
-            "RMD" | "XRMD" => Command::Rmd(need("RMD", arg)?),
-            "MKD" | "XMKD" => Command::Mkd(need("MKD", arg)?),
-            "PWD" | "XPWD" => Command::Pwd,
-            "LIST" => Command::List(opt(strip_list_flags(arg))),
-            "NLST" => Command::Nlst(opt(strip_list_flags(arg))),
-            "MLSD" => Command::Mlsd(opt(arg)),
-            "MLST" => Command::Mlst(opt(arg)),
-            "SIZE" => Command::Size(need("SIZE", arg)?),
-            "MDTM" => Command::Mdtm(need("MDTM", arg)?),
-            "SITE" => Command::Site(need("SITE", arg)?),
-            "SYST" => Command::Syst,
-            "STAT" => Command::Stat(opt(arg)),
-            "HELP" => Command::Help(opt(arg)),
-            "NOOP" => Command::Noop,
-            "FEAT" => Command::Feat,
-            "OPTS" => {
-                let a = need("OPTS", arg)?;
-                let (c, o) = match a.find(' ') {
-                    Some(i) => (&a[..i], a[i + 1..].to_string()),
-                    None => (a.as_str(), String::new()),
-                };
-                Command::Opts {
-                    command: c.to_ascii_uppercase(),
-                    options: o,
-                }
-            }
-            "AUTH" => Command::Auth(need("AUTH", arg)?.trim().to_ascii_uppercase()),
-            "PBSZ" => Command::Pbsz(num("PBSZ", &need("PBSZ", arg)?)?),
-            "PROT" => match arg.trim().to_ascii_uppercase().as_str() {
-                "C" => Command::Prot(ProtLevel::Clear),
-                "S" => Command::Prot(ProtLevel::Safe),
-                "E" => Command::Prot(ProtLevel::Confidential),
-                "P" => Command::Prot(ProtLevel::Private),
-                "" => return Err(CommandError::MissingArgument("PROT")),
-                other => return Err(bad("PROT", format!("unknown level {other}"))),
-            },
-            "SBUF" => Command::Sbuf(num("SBUF", &need("SBUF", arg)?)?),
-            "DCAU" => Command::Dcau(need("DCAU", arg)?.trim().to_string()),
-            "CKSM" => {
-                let (f, path) = fields("CKSM", arg, 3)?;
-                let length = if f[2] == "-1" {
-                    None
-                } else {
-                    Some(num("CKSM", f[2])?)
-                };
-                Command::Cksm {
-                    algorithm: f[0].to_ascii_uppercase(),
-                    offset: num("CKSM", f[1])?,
-                    length,
-                    path: need("CKSM", path)?,
-                }
-            }
-            _ => Command::Unknown {
-                verb: upper,
-                arg: arg.to_string(),
-            },
-        };
-        Ok(cmd)
+        }
+        Ok(Command::Unknown {
+            verb: upper,
+            arg: arg.to_string(),
+        })
     }
 
     /// The command's verb as sent on the wire.
@@ -483,16 +302,6 @@ impl Command {
             Command::Unknown { verb, .. } => verb,
         }
     }
-}
-
-/// `ls`-style flags some clients put before the LIST path (`LIST -la dir`).
-fn strip_list_flags(arg: &str) -> &str {
-    let mut rest = arg.trim_start();
-    while rest.starts_with('-') {
-        let end = rest.find(' ').unwrap_or(rest.len());
-        rest = rest[end..].trim_start();
-    }
-    rest
 }
 
 fn write_opt(f: &mut fmt::Formatter<'_>, verb: &str, a: &Option<String>) -> fmt::Result {
@@ -625,114 +434,4 @@ impl RetrOptions {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rt(line: &str) -> Command {
-        let c = Command::parse(line).unwrap();
-        assert_eq!(
-            Command::parse(&c.to_string()).unwrap(),
-            c,
-            "round trip of {line}"
-        );
-        c
-    }
-
-    #[test]
-    fn parses_core_commands() {
-        assert_eq!(rt("USER anonymous"), Command::User("anonymous".into()));
-        assert_eq!(rt("retr /a b/c.dat"), Command::Retr("/a b/c.dat".into()));
-        assert_eq!(rt("TYPE I"), Command::Type(TransferType::Image));
-        assert_eq!(rt("MODE E"), Command::Mode(TransferMode::Extended));
-        assert_eq!(rt("PASV"), Command::Pasv);
-        assert_eq!(
-            rt("PORT 127,0,0,1,4,1"),
-            Command::Port("127.0.0.1:1025".parse().unwrap())
-        );
-        assert_eq!(rt("REST 100"), Command::Rest(Restart::Offset(100)));
-        assert_eq!(rt("LIST"), Command::List(None));
-        assert_eq!(
-            Command::parse("LIST -la dir").unwrap(),
-            Command::List(Some("dir".into()))
-        );
-    }
-
-    #[test]
-    fn parses_gridftp_extensions() {
-        assert_eq!(
-            rt("ERET P 10 20 /x y"),
-            Command::Eret {
-                offset: 10,
-                length: 20,
-                path: "/x y".into()
-            }
-        );
-        assert_eq!(
-            rt("ESTO A 5 /f"),
-            Command::Esto {
-                offset: 5,
-                path: "/f".into()
-            }
-        );
-        assert_eq!(
-            rt("CKSM md5 0 -1 /f"),
-            Command::Cksm {
-                algorithm: "MD5".into(),
-                offset: 0,
-                length: None,
-                path: "/f".into()
-            }
-        );
-        assert_eq!(rt("SBUF 4194304"), Command::Sbuf(4194304));
-        assert_eq!(
-            rt("SPOR 127,0,0,1,4,1 127,0,0,1,4,2"),
-            Command::Spor(vec![
-                "127.0.0.1:1025".parse().unwrap(),
-                "127.0.0.1:1026".parse().unwrap()
-            ])
-        );
-        let c = rt("OPTS RETR Parallelism=4,4,4;");
-        let Command::Opts { command, options } = c else {
-            panic!()
-        };
-        assert_eq!(command, "RETR");
-        assert_eq!(RetrOptions::parse(&options).unwrap().parallelism, Some(4));
-        assert_eq!(
-            rt("REST 0-100,200-300"),
-            Command::Rest(Restart::Ranges(RangeSet::parse("0-100,200-300").unwrap()))
-        );
-    }
-
-    #[test]
-    fn rejects_malformed() {
-        assert_eq!(Command::parse(""), Err(CommandError::Empty));
-        assert!(matches!(
-            Command::parse("R3TR x"),
-            Err(CommandError::BadVerb(_))
-        ));
-        assert_eq!(
-            Command::parse("RETR"),
-            Err(CommandError::MissingArgument("RETR"))
-        );
-        assert!(matches!(
-            Command::parse("PORT 1,2,3"),
-            Err(CommandError::BadArgument { .. })
-        ));
-        assert!(matches!(
-            Command::parse("ERET P x 1 /f"),
-            Err(CommandError::BadArgument { .. })
-        ));
-        assert!(matches!(
-            Command::parse("CKSM MD5 0"),
-            Err(CommandError::BadArgument { .. })
-        ));
-        assert!(RetrOptions::parse("Parallelism=0,0,0;").is_err());
-        assert_eq!(
-            Command::parse("XYZZY 1").unwrap(),
-            Command::Unknown {
-                verb: "XYZZY".into(),
-                arg: "1".into()
-            }
-        );
-    }
-}
+mod tests;

@@ -268,56 +268,28 @@ pub fn send(
     while !sender.is_done() {
         let now = clock.now();
         tr.tick(now, &sender, cfg.mds, stats.send_batches);
-        loop {
-            let n = acks.recv(sock).map_err(io_err("receiving ACKs"))?;
-            let offset = if n > 0 { clock.realtime_offset() } else { 0 };
-            for i in 0..n {
-                let at = batch::arrival(acks.stamp(i), offset, now);
-                if sender.handle_datagram_received(now, at, acks.get(i)) == Verdict::Accepted {
-                    last_heard = now;
-                }
-            }
-            if n < acks.capacity() {
-                break;
-            }
+        if drain_acks(sock, &mut acks, &clock, &mut sender, now)? {
+            last_heard = now;
         }
         if sender.is_done() {
             break;
         }
         if now.saturating_sub(last_heard) > idle {
-            let done = sender
-                .stats()
-                .datagrams_sent
-                .saturating_sub(sender.stats().retransmits)
-                * payload;
             return Err(PlutError::Silent {
                 peer: peer.to_string(),
                 secs: tuning.idle_timeout.as_secs(),
-                done: done.min(len),
+                done: first_sent(&sender, payload).min(len),
                 len,
             });
         }
         if sender.poll_timeout().is_some_and(|t| t <= now) {
             sender.handle_timeout(now);
         }
-        let mut n = 0;
-        while n < out.capacity() {
-            match sender
-                .poll_transmit(now, out.slot(n), &src)
-                .map_err(io_err("reading the source"))?
-            {
-                Some(len) => {
-                    out.set_len(n, len);
-                    n += 1;
-                }
-                None => break,
-            }
-        }
+        let n = fill_batch(&mut sender, &mut out, now, &src)?;
         if n > 0 {
             out.send(sock, n).map_err(io_err("sending DATA"))?;
             stats.send_batches += 1;
-            let s = sender.stats();
-            let first = s.datagrams_sent.saturating_sub(s.retransmits) * payload;
+            let first = first_sent(&sender, payload);
             progress
                 .bytes
                 .store(first.min(len), std::sync::atomic::Ordering::Relaxed);
@@ -342,6 +314,60 @@ pub fn send(
     stats.cpu_s = batch::thread_cpu() - cpu0;
     stats.sender = Some(sender.stats());
     Ok(stats)
+}
+
+/// Hands every ACK waiting on `sock` to `sender`, reading until a batch comes back short;
+/// returns whether any was accepted.
+fn drain_acks(
+    sock: &UdpSocket,
+    acks: &mut Batch,
+    clock: &Clock,
+    sender: &mut haul_plut::Sender,
+    now: u64,
+) -> Result<bool, PlutError> {
+    let mut heard = false;
+    loop {
+        let n = acks.recv(sock).map_err(io_err("receiving ACKs"))?;
+        let offset = if n > 0 { clock.realtime_offset() } else { 0 };
+        for i in 0..n {
+            let at = batch::arrival(acks.stamp(i), offset, now);
+            if sender.handle_datagram_received(now, at, acks.get(i)) == Verdict::Accepted {
+                heard = true;
+            }
+        }
+        if n < acks.capacity() {
+            return Ok(heard);
+        }
+    }
+}
+
+/// Fills `out` with the datagrams pacing lets `sender` send at `now`; returns how many.
+fn fill_batch(
+    sender: &mut haul_plut::Sender,
+    out: &mut Batch,
+    now: u64,
+    src: &impl haul_plut::Source,
+) -> Result<usize, PlutError> {
+    let mut n = 0;
+    while n < out.capacity() {
+        match sender
+            .poll_transmit(now, out.slot(n), src)
+            .map_err(io_err("reading the source"))?
+        {
+            Some(len) => {
+                out.set_len(n, len);
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    Ok(n)
+}
+
+/// Bytes of the file `sender` has sent at least once (`payload` bytes per datagram).
+fn first_sent(sender: &haul_plut::Sender, payload: u64) -> u64 {
+    let s = sender.stats();
+    s.datagrams_sent.saturating_sub(s.retransmits) * payload
 }
 
 /// Receives `len` bytes into `sink` at `base + offset` over `sock`, from the first address
@@ -391,13 +417,7 @@ pub fn receive(
             if matches!(v, Verdict::Accepted | Verdict::Duplicate) {
                 last_heard = now;
                 first.get_or_insert(now);
-                if peer.is_none() {
-                    if let Some(addr) = from {
-                        sock.connect(addr)
-                            .map_err(io_err("connecting the data socket"))?;
-                        peer = Some(addr);
-                    }
-                }
+                lock_peer(sock, &mut peer, from)?;
             }
         }
         if recv.poll_timeout().is_some_and(|t| t <= now) {
@@ -408,20 +428,7 @@ pub fn receive(
             completed_at = Some(now);
         }
         let repeat = if completed_at == Some(now) { 3 } else { 1 };
-        while let Some(m) = recv
-            .poll_transmit(now, &mut ack)
-            .map_err(|e| PlutError::Io {
-                what: "encoding an ACK",
-                source: io::Error::other(e.to_string()),
-            })?
-        {
-            if peer.is_some() {
-                for _ in 0..repeat {
-                    // A lost ACK is recovered by the protocol; a full buffer is not fatal.
-                    let _ = sock.send(&ack[..m]);
-                }
-            }
-        }
+        send_acks(sock, &mut recv, &mut ack, now, peer.is_some(), repeat)?;
         if let Some(done) = completed_at {
             if now.saturating_sub(last_heard.max(done)) >= tuning.linger.as_nanos() as u64 {
                 break;
@@ -438,12 +445,8 @@ pub fn receive(
         if n == inb.capacity() {
             continue;
         }
-        let wake = match (completed_at, recv.poll_timeout()) {
-            (Some(_), _) => tuning.linger.as_nanos() as u64 / 4,
-            (None, Some(t)) => t.saturating_sub(now).max(1),
-            (None, None) => 10_000_000,
-        };
-        batch::readable(sock, wake.min(10_000_000)).map_err(io_err("waiting for DATA"))?;
+        let wake = receive_wait(&recv, completed_at.is_some(), now, tuning);
+        batch::readable(sock, wake).map_err(io_err("waiting for DATA"))?;
     }
     if foreign_src > 0 {
         tracing::debug!(foreign_src, "PLUT datagrams from other addresses dropped");
@@ -457,4 +460,55 @@ pub fn receive(
         receiver: Some(rs),
         send_batches: 0,
     })
+}
+
+/// Locks the receiver onto `from`, the sender of a valid datagram, unless it has a peer.
+fn lock_peer(
+    sock: &UdpSocket,
+    peer: &mut Option<SocketAddr>,
+    from: Option<SocketAddr>,
+) -> Result<(), PlutError> {
+    if peer.is_none() {
+        if let Some(addr) = from {
+            sock.connect(addr)
+                .map_err(io_err("connecting the data socket"))?;
+            *peer = Some(addr);
+        }
+    }
+    Ok(())
+}
+
+/// Takes every ACK `recv` has due at `now` and, once the peer is known, sends each `repeat`
+/// times.
+fn send_acks(
+    sock: &UdpSocket,
+    recv: &mut haul_plut::Receiver,
+    ack: &mut [u8],
+    now: u64,
+    peer_known: bool,
+    repeat: usize,
+) -> Result<(), PlutError> {
+    while let Some(m) = recv.poll_transmit(now, ack).map_err(|e| PlutError::Io {
+        what: "encoding an ACK",
+        source: io::Error::other(e.to_string()),
+    })? {
+        if peer_known {
+            for _ in 0..repeat {
+                // A lost ACK is recovered by the protocol; a full buffer is not fatal.
+                let _ = sock.send(&ack[..m]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How long the receiver may wait for DATA at `now`, nanoseconds (at most 10 ms): until its
+/// next timer, or a quarter of the linger time once `completed`.
+fn receive_wait(recv: &haul_plut::Receiver, completed: bool, now: u64, tuning: &Tuning) -> u64 {
+    let wake = match (completed, recv.poll_timeout()) {
+        (true, _) => tuning.linger.as_nanos() as u64 / 4,
+        (false, Some(t)) => t.saturating_sub(now).max(1),
+        (false, None) => 10_000_000,
+    };
+    wake.min(10_000_000)
 }

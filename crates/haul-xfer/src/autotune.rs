@@ -151,157 +151,266 @@ pub struct TuneStep {
 
 /// Drives `t` until it ends; returns every search step.
 pub fn drive(t: &dyn Tunable, cfg: &AutoTuneConfig, dt: f64) -> Result<Vec<TuneStep>, XferError> {
-    let bad = |e: haul_tune::TuneError| XferError::Usage(format!("tuner: {e}"));
-    let mut search = ConcurrencySearch::new(cfg.search).map_err(bad)?;
-    let mut est = EarlyStop::new(cfg.model, dt)
-        .map_err(bad)?
-        .theta(cfg.theta)
-        .min_window(cfg.min_window_s);
-    let mut decision = search.start();
-    t.set_concurrency(decision.cc());
-    let mut steps = Vec::new();
-    let per = |secs: f64| {
-        if secs > 0.0 && dt > 0.0 {
-            (secs / dt).ceil() as usize
-        } else {
-            0
-        }
-    };
-    let settle = per(cfg.settle_s);
-    let window = per(cfg.watch_s).max(1);
-    let mut skip = settle;
-    let mut rebased = false;
-    let mut readings = Vec::new();
-    let mut peak = 0.0f64;
-    // While more sessions run than the level asks for: the transfer time at which a search
-    // sample gives up waiting for them, and whether a reading has been dropped meanwhile. The
-    // first sample checks too, since the engine may have opened its own `concurrency` first.
-    let mut drain: Option<(f64, bool)> = None;
-    let mut first = true;
-    // True once a reading carried bytes.
-    let mut flowing = false;
-    let crowded = |cc: u32| t.channels().is_some_and(|c| c > cc);
+    let mut driver = Driver::new(t, cfg, dt)?;
     let wait = Duration::from_secs_f64((dt * 4.0).max(0.5));
     while !t.finished() {
-        let Some(s) = t.next_sample(wait) else {
-            continue;
+        if let Some(s) = t.next_sample(wait) {
+            driver.on_sample(&s)?;
+        }
+    }
+    Ok(driver.steps)
+}
+
+/// A tuning error as the transfer reports it.
+fn tuner_err(e: haul_tune::TuneError) -> XferError {
+    XferError::Usage(format!("tuner: {e}"))
+}
+
+/// How many readings `dt` seconds apart cover `secs` seconds (0 if either is not positive).
+fn readings_in(secs: f64, dt: f64) -> usize {
+    if secs > 0.0 && dt > 0.0 {
+        (secs / dt).ceil() as usize
+    } else {
+        0
+    }
+}
+
+/// The state [`drive`] keeps between readings.
+struct Driver<'a> {
+    t: &'a dyn Tunable,
+    cfg: &'a AutoTuneConfig,
+    search: ConcurrencySearch,
+    /// The stopping rule of the current search sample.
+    est: EarlyStop,
+    /// The level running now: under measurement, or converged and watched.
+    decision: Decision,
+    /// Every search step so far.
+    steps: Vec<TuneStep>,
+    /// Readings skipped after each change.
+    settle: usize,
+    /// Readings per watch window after convergence.
+    window: usize,
+    /// Readings still to skip before the current level is measured.
+    skip: usize,
+    /// True once the watch reference has been re-based at the converged level.
+    rebased: bool,
+    /// Readings of the current search sample or watch window.
+    readings: Vec<f64>,
+    /// The highest estimate the search has seen.
+    peak: f64,
+    /// While more sessions run than the level asks for: the transfer time at which a search
+    /// sample gives up waiting for them, and whether a reading has been dropped meanwhile. The
+    /// first sample checks too, since the engine may have opened its own `concurrency` first.
+    drain: Option<(f64, bool)>,
+    /// True until the first reading arrives.
+    first: bool,
+    /// True once a reading carried bytes.
+    flowing: bool,
+}
+
+impl<'a> Driver<'a> {
+    /// Starts the search and sets `t` to its first level.
+    fn new(t: &'a dyn Tunable, cfg: &'a AutoTuneConfig, dt: f64) -> Result<Self, XferError> {
+        let search = ConcurrencySearch::new(cfg.search).map_err(tuner_err)?;
+        let est = EarlyStop::new(cfg.model, dt)
+            .map_err(tuner_err)?
+            .theta(cfg.theta)
+            .min_window(cfg.min_window_s);
+        let decision = search.start();
+        t.set_concurrency(decision.cc());
+        let settle = readings_in(cfg.settle_s, dt);
+        Ok(Driver {
+            t,
+            cfg,
+            search,
+            est,
+            decision,
+            steps: Vec::new(),
+            settle,
+            window: readings_in(cfg.watch_s, dt).max(1),
+            skip: settle,
+            rebased: false,
+            readings: Vec::new(),
+            peak: 0.0,
+            drain: None,
+            first: true,
+            flowing: false,
+        })
+    }
+
+    /// Takes one reading through the drain wait, the settling skip, the estimate and the search.
+    fn on_sample(&mut self, s: &Sample) -> Result<(), XferError> {
+        let Some(unmeasurable) = self.drained(s) else {
+            return Ok(());
         };
-        if std::mem::take(&mut first) && cfg.drain_s > 0.0 && crowded(decision.cc()) {
-            drain = Some((s.t_s + cfg.drain_s, false));
+        if !self.admit(s, unmeasurable) {
+            return Ok(());
         }
-        let mut unmeasurable = false;
-        if let Some((until, waited)) = drain {
-            if crowded(decision.cc()) {
-                // Both a search sample and a converged level give up at `until`. A converged
-                // level used to wait 5× `drain_s` so that its watch reference was taken at that
-                // level, but the watch is blind meanwhile: on a lossy 40 ms path a level settled
-                // at 8 fell from 870 to 300 Mb/s as its connections left slow start, unwatched
-                // for 15 s, and the reference then taken at 300 saw no drop: the first re-tune
-                // came 29 s after convergence (bench/results/retune-netem-20261122T221639Z,
-                // tuned-r3).
-                if s.t_s < until {
-                    drain = Some((until, true));
-                    continue;
-                }
-                drain = None;
-                unmeasurable = matches!(decision, Decision::Measure(_));
-            } else {
-                drain = None;
-                if waited {
-                    // The change took effect only now: settle from here.
-                    skip = settle;
-                }
+        match self.estimate(s, unmeasurable)? {
+            Some(estimate) => self.advance(s, estimate, unmeasurable),
+            None => Ok(()),
+        }
+    }
+
+    /// True while more sessions run than level `cc` asks for.
+    fn crowded(&self, cc: u32) -> bool {
+        self.t.channels().is_some_and(|c| c > cc)
+    }
+
+    /// Waits for the sessions above the level to leave: None drops the reading while they may
+    /// still, else whether the level is unmeasurable (they had not left by the deadline).
+    fn drained(&mut self, s: &Sample) -> Option<bool> {
+        if std::mem::take(&mut self.first)
+            && self.cfg.drain_s > 0.0
+            && self.crowded(self.decision.cc())
+        {
+            self.drain = Some((s.t_s + self.cfg.drain_s, false));
+        }
+        let Some((until, waited)) = self.drain else {
+            return Some(false);
+        };
+        if self.crowded(self.decision.cc()) {
+            // Both a search sample and a converged level give up at `until`. A converged
+            // level used to wait 5× `drain_s` so that its watch reference was taken at that
+            // level, but the watch is blind meanwhile: on a lossy 40 ms path a level settled
+            // at 8 fell from 870 to 300 Mb/s as its connections left slow start, unwatched
+            // for 15 s, and the reference then taken at 300 saw no drop: the first re-tune
+            // came 29 s after convergence (bench/results/retune-netem-20261122T221639Z,
+            // tuned-r3).
+            if s.t_s < until {
+                self.drain = Some((until, true));
+                return None;
             }
+            self.drain = None;
+            return Some(matches!(self.decision, Decision::Measure(_)));
         }
+        self.drain = None;
+        if waited {
+            // The change took effect only now: settle from here.
+            self.skip = self.settle;
+        }
+        Some(false)
+    }
+
+    /// Logs a level that never took effect, skips readings while the level settles (false:
+    /// the reading is dropped), and keeps the rest for the estimate.
+    fn admit(&mut self, s: &Sample, unmeasurable: bool) -> bool {
         if unmeasurable {
             tracing::info!(
                 "tuner: concurrency {} not in effect after {:.1} s; not stepping down",
-                decision.cc(),
-                cfg.drain_s
+                self.decision.cc(),
+                self.cfg.drain_s
             );
-        } else if skip > 0 {
+        } else if self.skip > 0 {
             // The first settle counts from the first byte: before it the sessions are still
             // logging in and nothing is skipped, and the readings right after it are their
             // first slow start, which the first sample used to average in (a level of 3 read
             // 164 and 384 Mbit/s where it carried 700-800, and the doubling went on to 24).
-            flowing |= s.bps > 0.0;
-            if flowing {
-                skip -= 1;
+            self.flowing |= s.bps > 0.0;
+            if self.flowing {
+                self.skip -= 1;
             }
-            continue;
+            return false;
         } else {
-            readings.push(s.bps);
+            self.readings.push(s.bps);
         }
-        let estimate = match decision {
+        true
+    }
+
+    /// The throughput to report to the search, once a search sample or watch window ends.
+    fn estimate(&mut self, s: &Sample, unmeasurable: bool) -> Result<Option<f64>, XferError> {
+        Ok(match self.decision {
             _ if unmeasurable => Some(0.0),
-            // After convergence, each window's mean is a watch sample for re-tuning; the first
-            // one re-bases the reference.
-            Decision::Run(_) if readings.len() >= window => {
-                let mean = readings.iter().sum::<f64>() / readings.len() as f64;
-                readings.clear();
-                if !rebased {
-                    search.rebase(mean);
-                    rebased = true;
-                    continue;
+            Decision::Run(_) => self.watch(),
+            Decision::Measure(_) => self.measure(s.bps)?,
+        })
+    }
+
+    /// After convergence, each window's mean is a watch sample for re-tuning; the first one
+    /// re-bases the reference.
+    fn watch(&mut self) -> Option<f64> {
+        if self.readings.len() < self.window {
+            return None;
+        }
+        let mean = self.readings.iter().sum::<f64>() / self.readings.len() as f64;
+        self.readings.clear();
+        if !self.rebased {
+            self.search.rebase(mean);
+            self.rebased = true;
+            return None;
+        }
+        Some(mean)
+    }
+
+    /// A search sample's estimate once the stopping rule ends it, or it has taken
+    /// `max_readings` readings.
+    fn measure(&mut self, bps: f64) -> Result<Option<f64>, XferError> {
+        Ok(match self.est.push(bps).map_err(tuner_err)? {
+            Some(c) => Some(match self.cfg.estimate {
+                SampleEstimate::Mean => mean_from_first_byte(&self.readings),
+                SampleEstimate::Forecast => {
+                    let (lo, hi) = self
+                        .readings
+                        .iter()
+                        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+                            (lo.min(x), hi.max(x))
+                        });
+                    c.estimate.clamp(lo.min(hi), hi)
                 }
-                Some(mean)
+            }),
+            None if self.readings.len() >= self.cfg.max_readings => {
+                Some(mean_from_first_byte(&self.readings))
             }
-            Decision::Run(_) => None,
-            Decision::Measure(_) => match est.push(s.bps).map_err(bad)? {
-                Some(c) => Some(match cfg.estimate {
-                    SampleEstimate::Mean => mean_from_first_byte(&readings),
-                    SampleEstimate::Forecast => {
-                        let (lo, hi) = readings
-                            .iter()
-                            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
-                                (lo.min(x), hi.max(x))
-                            });
-                        c.estimate.clamp(lo.min(hi), hi)
-                    }
-                }),
-                None if readings.len() >= cfg.max_readings => Some(mean_from_first_byte(&readings)),
-                None => None,
-            },
-        };
-        let Some(estimate) = estimate else { continue };
-        let measured = decision.cc();
-        let next = search.next(estimate.max(0.0)).map_err(bad)?;
-        if let Decision::Measure(_) = decision {
-            peak = peak.max(estimate);
-            if search.phase() == Phase::Finished {
-                t.observe_bandwidth(peak);
+            None => None,
+        })
+    }
+
+    /// Reports `estimate` to the search, records the step, and moves to the level it picks.
+    fn advance(&mut self, s: &Sample, estimate: f64, unmeasurable: bool) -> Result<(), XferError> {
+        let measured = self.decision.cc();
+        let next = self.search.next(estimate.max(0.0)).map_err(tuner_err)?;
+        if let Decision::Measure(_) = self.decision {
+            self.peak = self.peak.max(estimate);
+            let converged = self.search.phase() == Phase::Finished;
+            if converged {
+                self.t.observe_bandwidth(self.peak);
             }
-            steps.push(TuneStep {
+            self.steps.push(TuneStep {
                 t_s: s.t_s,
                 concurrency: measured,
                 estimate_bps: estimate,
-                readings: readings.len(),
+                readings: self.readings.len(),
                 next: next.cc(),
-                converged: search.phase() == Phase::Finished,
+                converged,
                 not_in_effect: unmeasurable,
             });
         }
         if next.cc() != measured || matches!(next, Decision::Measure(_)) {
-            est.reset();
-            readings.clear();
+            self.est.reset();
+            self.readings.clear();
             if next.cc() != measured {
-                t.set_concurrency(next.cc());
-                skip = settle;
-                // Sessions above the new level (left over from any earlier, higher level, even
-                // when this is a step up from a level that never took effect) leave only at the
-                // end of their current file or batch.
-                if cfg.drain_s > 0.0 && crowded(next.cc()) {
-                    drain = Some((s.t_s + cfg.drain_s, false));
-                }
+                self.switch(s.t_s, next.cc());
             }
         }
-        if matches!(next, Decision::Run(_)) && matches!(decision, Decision::Measure(_)) {
-            readings.clear();
-            rebased = false;
+        if matches!(next, Decision::Run(_)) && matches!(self.decision, Decision::Measure(_)) {
+            self.readings.clear();
+            self.rebased = false;
         }
-        decision = next;
+        self.decision = next;
+        Ok(())
     }
-    Ok(steps)
+
+    /// Sets the transfer to level `cc` at transfer time `t_s`, to settle (and drain) anew.
+    fn switch(&mut self, t_s: f64, cc: u32) {
+        self.t.set_concurrency(cc);
+        self.skip = self.settle;
+        // Sessions above the new level (left over from any earlier, higher level, even
+        // when this is a step up from a level that never took effect) leave only at the
+        // end of their current file or batch.
+        if self.cfg.drain_s > 0.0 && self.crowded(cc) {
+            self.drain = Some((t_s + self.cfg.drain_s, false));
+        }
+    }
 }
 
 /// The mean of `xs` from the first non-zero reading on (zeros before it are connection setup,
@@ -317,418 +426,4 @@ fn mean_from_first_byte(xs: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    /// A transfer whose throughput is a function of its concurrency, with a step change.
-    struct Synthetic<F: Fn(u32, f64) -> f64> {
-        cc: Cell<u32>,
-        t: Cell<f64>,
-        end: f64,
-        curve: F,
-        trace: std::cell::RefCell<Vec<(f64, u32)>>,
-    }
-
-    impl<F: Fn(u32, f64) -> f64> Tunable for Synthetic<F> {
-        fn set_concurrency(&self, n: u32) {
-            self.cc.set(n);
-        }
-        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
-            let t = self.t.get() + 0.1;
-            self.t.set(t);
-            self.trace.borrow_mut().push((t, self.cc.get()));
-            let bps = (self.curve)(self.cc.get(), t);
-            Some(Sample {
-                t_s: t,
-                bytes: (bps * 0.1 / 8.0) as u64,
-                bps,
-            })
-        }
-        fn finished(&self) -> bool {
-            self.t.get() >= self.end
-        }
-    }
-
-    fn saturating(cc: u32) -> f64 {
-        // 1 Gb/s path where each channel gets 120 Mb/s until the link is full.
-        (f64::from(cc) * 120e6).min(1e9)
-    }
-
-    #[test]
-    fn converges_near_the_knee_within_ten_seconds() {
-        let s = Synthetic {
-            cc: Cell::new(1),
-            t: Cell::new(0.0),
-            end: 30.0,
-            curve: |c, _| saturating(c),
-            trace: Default::default(),
-        };
-        let steps = drive(&s, &AutoTuneConfig::default(), 0.1).unwrap();
-        let done = steps
-            .iter()
-            .find(|x| x.converged)
-            .expect("the search converges");
-        assert!(done.t_s <= 10.0, "converged at {} s", done.t_s);
-        let cc = s.cc.get();
-        assert!((8..=16).contains(&cc), "settled at {cc}, knee is 9");
-    }
-
-    #[test]
-    fn the_first_sample_skips_slow_start_after_the_first_byte() {
-        // Sessions log in for 0.6 s (zero readings), then run at 30% for 0.3 s (slow start),
-        // then at the curve's rate. The first sample must measure the level, not the ramp.
-        let curve = |c: u32, t: f64| match t {
-            t if t < 0.6 => 0.0,
-            t if t < 0.9 => 0.3 * saturating(c),
-            _ => saturating(c),
-        };
-        let s = Synthetic {
-            cc: Cell::new(1),
-            t: Cell::new(0.0),
-            end: 30.0,
-            curve,
-            trace: Default::default(),
-        };
-        let cfg = AutoTuneConfig {
-            search: ConcurrencyConfig {
-                start: 3,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let steps = drive(&s, &cfg, 0.1).unwrap();
-        assert_eq!(steps[0].concurrency, 3);
-        let want = saturating(3);
-        assert!(
-            (steps[0].estimate_bps - want).abs() <= 0.01 * want,
-            "first sample read {} of {want}",
-            steps[0].estimate_bps
-        );
-    }
-
-    #[test]
-    fn retunes_after_cross_traffic_takes_half_the_link() {
-        // At t = 15 s cross traffic halves what each channel gets.
-        let curve = |c: u32, t: f64| {
-            if t < 15.0 {
-                saturating(c)
-            } else {
-                (f64::from(c) * 60e6).min(5e8)
-            }
-        };
-        let s = Synthetic {
-            cc: Cell::new(1),
-            t: Cell::new(0.0),
-            end: 40.0,
-            curve,
-            trace: Default::default(),
-        };
-        let steps = drive(&s, &AutoTuneConfig::default(), 0.1).unwrap();
-        assert!(
-            steps.iter().any(|x| x.t_s > 15.0),
-            "searched again after the change"
-        );
-        // Within 15 s of the change it runs at >= 85% of the new best (500 Mb/s).
-        let trace = s.trace.borrow();
-        let at = trace.iter().find(|(t, _)| *t >= 29.9).map(|x| x.1).unwrap();
-        assert!(
-            curve(at, 30.0) >= 0.85 * 5e8,
-            "at 30 s running {at} channels"
-        );
-    }
-
-    /// Sessions leave only after `linger` seconds (a big file each): a lower target is not in
-    /// effect until then. Each running session gets `per` bit/s of a 1 Gb/s link; from transfer
-    /// time `fade_from` on, everything fades linearly to 30% over 10 s.
-    struct Lingering {
-        target: Cell<u32>,
-        running: Cell<u32>,
-        lowered_at: Cell<f64>,
-        linger: f64,
-        t: Cell<f64>,
-        trace: std::cell::RefCell<Vec<(f64, u32)>>,
-        per: f64,
-        fade_from: f64,
-    }
-
-    impl Lingering {
-        fn new(linger: f64, per: f64, fade_from: f64) -> Self {
-            Lingering {
-                target: Cell::new(0),
-                running: Cell::new(0),
-                lowered_at: Cell::new(0.0),
-                linger,
-                t: Cell::new(0.0),
-                trace: Default::default(),
-                per,
-                fade_from,
-            }
-        }
-    }
-
-    impl Tunable for Lingering {
-        fn set_concurrency(&self, n: u32) {
-            if n < self.running.get() {
-                // Sessions already on their way out keep their original deadline.
-                if self.running.get() == self.target.get() {
-                    self.lowered_at.set(self.t.get());
-                }
-            } else {
-                self.running.set(n);
-            }
-            self.target.set(n);
-        }
-        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
-            let t = self.t.get() + 0.1;
-            self.t.set(t);
-            if self.running.get() > self.target.get() && t - self.lowered_at.get() >= self.linger {
-                self.running.set(self.target.get());
-            }
-            self.trace.borrow_mut().push((t, self.running.get()));
-            let fade = if t < self.fade_from {
-                1.0
-            } else {
-                (1.0 - 0.07 * (t - self.fade_from)).max(0.3)
-            };
-            let bps = (f64::from(self.running.get()) * self.per).min(1e9) * fade;
-            Some(Sample {
-                t_s: t,
-                bytes: (bps * 0.1 / 8.0) as u64,
-                bps,
-            })
-        }
-        fn finished(&self) -> bool {
-            self.t.get() >= 60.0
-        }
-        fn channels(&self) -> Option<u32> {
-            Some(self.running.get())
-        }
-    }
-
-    #[test]
-    fn does_not_step_down_to_channels_it_cannot_release() {
-        // Two sessions fill the link; one cannot. Every level >= 2 reads 1 Gb/s, so a search
-        // that believed a lowered target at once would "measure" cc 1 at 1 Gb/s (the old
-        // sessions still running) and settle there, at half the link once they leave.
-        let run = |linger: f64, drain_s: f64| {
-            let s = Lingering::new(linger, 5e8, f64::INFINITY);
-            let cfg = AutoTuneConfig {
-                drain_s,
-                search: ConcurrencyConfig {
-                    start: 4,
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            let steps = drive(&s, &cfg, 0.1).unwrap();
-            let late: Vec<u32> = s
-                .trace
-                .borrow()
-                .iter()
-                .filter(|(t, _)| *t > 10.0)
-                .map(|x| x.1)
-                .collect();
-            (steps, late)
-        };
-        // Sessions that linger 8 s: the 3 s drain wait gives up, and the search stays at >= 2.
-        let (steps, late) = run(8.0, 3.0);
-        assert!(steps.iter().any(|x| x.converged), "{steps:?}");
-        assert!(
-            steps
-                .iter()
-                .any(|x| x.not_in_effect && x.estimate_bps == 0.0),
-            "{steps:?}"
-        );
-        assert!(
-            late.iter().all(|&c| c >= 2),
-            "ran at one session after 10 s: {steps:?}"
-        );
-        // Without the wait the same search settles on cc 1 and runs at half the link until a
-        // re-tune notices: the test can fail.
-        let (steps, late) = run(8.0, 0.0);
-        assert!(late.contains(&1), "{steps:?}");
-        // Sessions that leave within the wait are measured at the lower level, which is then
-        // seen for what it is (half the link) and not chosen either.
-        let (steps, late) = run(1.0, 3.0);
-        assert!(late.iter().all(|&c| c >= 2), "{steps:?}");
-    }
-
-    #[test]
-    fn a_converged_level_is_watched_while_lowered_sessions_linger() {
-        // The search settles at 8 after the probes below 16 never took effect (sessions linger
-        // 20 s), and from then on the level fades to 30%, as a lossy path's new connections
-        // leave slow start. The watch must see the fade while the sessions drain: when it
-        // waited up to 5 × drain_s for them and only then took its reference, at the faded
-        // rate, no drop was ever seen.
-        let run = |fade_from: f64| {
-            let s = Lingering::new(20.0, 120e6, fade_from);
-            drive(&s, &AutoTuneConfig::default(), 0.1).unwrap()
-        };
-        let steps = run(f64::INFINITY);
-        let conv = steps
-            .iter()
-            .find(|x| x.converged)
-            .expect("the search converges");
-        assert_eq!(
-            (conv.next, steps.iter().filter(|x| x.not_in_effect).count()),
-            (8, 2),
-            "{steps:?}"
-        );
-        let t_conv = conv.t_s;
-        let steps = run(t_conv);
-        let retune = steps
-            .iter()
-            .find(|x| x.t_s > t_conv + 1e-9)
-            .map(|x| x.t_s - t_conv);
-        assert!(
-            retune.is_some_and(|dt| dt <= 10.0),
-            "first re-tune sample {retune:?} s after convergence at {t_conv:.1} s: {steps:?}"
-        );
-    }
-
-    /// A lossy long path: each channel sustains `steady` bit/s, but a new channel's slow start
-    /// overshoots to `burst` for its first `hold` seconds; the link caps the sum. Lowering
-    /// closes the newest channels at once.
-    struct Bursting {
-        opened: std::cell::RefCell<Vec<f64>>,
-        t: Cell<f64>,
-        steady: f64,
-        burst: f64,
-        hold: f64,
-    }
-
-    impl Bursting {
-        fn rate(&self, t: f64) -> f64 {
-            let per = |o: &f64| {
-                if t - o < self.hold {
-                    self.burst
-                } else {
-                    self.steady
-                }
-            };
-            self.opened.borrow().iter().map(per).sum::<f64>().min(1e9)
-        }
-    }
-
-    impl Tunable for Bursting {
-        fn set_concurrency(&self, n: u32) {
-            let mut o = self.opened.borrow_mut();
-            let now = self.t.get();
-            o.resize(n as usize, now);
-        }
-        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
-            let t = self.t.get() + 0.2;
-            self.t.set(t);
-            let bps = self.rate(t);
-            Some(Sample {
-                t_s: t,
-                bytes: (bps * 0.2 / 8.0) as u64,
-                bps,
-            })
-        }
-        fn finished(&self) -> bool {
-            self.t.get() >= 60.0
-        }
-    }
-
-    #[test]
-    fn levels_measured_in_slow_start_bursts_are_searched_again() {
-        // 40 Mb/s a channel steady (the link needs 25), 400 Mb/s for a new channel's first
-        // 2.5 s: samples read the burst, and the first search stops at 4 (1 → 2 → 4 → 8 → 6),
-        // whose channels have aged out of it by the time the level is watched. Before drops
-        // were judged against the search's own sample, the watch re-based on the faded rate and
-        // the transfer ran at 4 channels and 160 Mb/s to the end, after 1 search; now it climbs
-        // 4 → 8 → 16 → 18 → 20 and ends at 800 Mb/s after 5 searches (a level is kept once it
-        // holds 80% of its sample).
-        let s = Bursting {
-            opened: Default::default(),
-            t: Cell::new(0.0),
-            steady: 40e6,
-            burst: 400e6,
-            hold: 2.5,
-        };
-        let steps = drive(&s, &AutoTuneConfig::default(), 0.2).unwrap();
-        let first = steps
-            .iter()
-            .find(|x| x.converged)
-            .expect("the search converges");
-        assert!(first.next <= 8, "the first search stops low: {steps:?}");
-        let cc = s.opened.borrow().len();
-        let searches = steps.iter().filter(|x| x.converged).count();
-        assert!(
-            s.rate(60.0) >= 0.7e9,
-            "ends at {cc} channels, {:.0} Mb/s: {steps:?}",
-            s.rate(60.0) / 1e6
-        );
-        assert!(searches <= 6, "{searches} searches: {steps:?}");
-    }
-
-    /// After each change the readings climb for a second, as new channels open and leave slow
-    /// start, then level off: the shape of a live sample on the 1 Gb/s, 40 ms path (one such
-    /// sample read 377–472 Mb/s, then 853, 950, 972, 959, and AR(2)'s forecast put it at 54).
-    struct Ramping {
-        cc: Cell<u32>,
-        t: Cell<f64>,
-        changed: Cell<f64>,
-    }
-
-    const RAMP: [f64; 8] = [0.40, 0.47, 0.45, 0.48, 0.88, 0.98, 1.0, 0.99];
-
-    impl Tunable for Ramping {
-        fn set_concurrency(&self, n: u32) {
-            if n != self.cc.get() {
-                self.changed.set(self.t.get());
-            }
-            self.cc.set(n);
-        }
-        fn next_sample(&self, _wait: Duration) -> Option<Sample> {
-            let t = self.t.get() + 0.2;
-            self.t.set(t);
-            let i = ((t - self.changed.get()) / 0.2).round() as usize;
-            let bps = saturating(self.cc.get()) * RAMP[i.saturating_sub(1).min(RAMP.len() - 1)];
-            Some(Sample {
-                t_s: t,
-                bytes: (bps * 0.2 / 8.0) as u64,
-                bps,
-            })
-        }
-        fn finished(&self) -> bool {
-            self.t.get() >= 30.0
-        }
-    }
-
-    #[test]
-    fn sample_estimates_stay_within_their_readings() {
-        for estimate in [SampleEstimate::Mean, SampleEstimate::Forecast] {
-            let s = Ramping {
-                cc: Cell::new(0),
-                t: Cell::new(0.0),
-                changed: Cell::new(0.0),
-            };
-            let cfg = AutoTuneConfig {
-                estimate,
-                ..Default::default()
-            };
-            let steps = drive(&s, &cfg, 0.2).unwrap();
-            assert!(steps.iter().any(|x| x.converged), "{estimate:?}: {steps:?}");
-            for x in steps.iter().filter(|x| !x.not_in_effect) {
-                let level = saturating(x.concurrency);
-                let (lo, hi) = (RAMP[0] * level, level);
-                assert!(
-                    x.estimate_bps >= lo - 1.0 && x.estimate_bps <= hi + 1.0,
-                    "{estimate:?}: cc {} estimated {:.0} outside its readings {lo:.0}..{hi:.0}: {steps:?}",
-                    x.concurrency,
-                    x.estimate_bps,
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_mean_skips_setup_zeros() {
-        assert_eq!(mean_from_first_byte(&[0.0, 0.0, 4.0, 0.0, 8.0]), 4.0);
-        assert_eq!(mean_from_first_byte(&[0.0, 0.0]), 0.0);
-        assert_eq!(mean_from_first_byte(&[]), 0.0);
-    }
-}
+mod tests;

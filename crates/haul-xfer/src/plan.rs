@@ -7,7 +7,9 @@ use std::time::Duration;
 use crate::error::XferError;
 use crate::session::{PasvAddress, Session};
 use crate::tls::ClientTls;
+use crate::url::RemoteUrl;
 use crate::walk::{walk_local, walk_remote, WalkLimits};
+use crate::DEV_ZERO;
 
 /// One file to move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,142 +166,161 @@ pub fn plan(
     dst: &crate::Endpoint,
     opts: &PlanOptions,
 ) -> Result<(crate::Route, Vec<Job>), XferError> {
-    use crate::{Endpoint, Route, DEV_ZERO};
-    let (recursive, len) = (opts.recursive, opts.len);
-    let open = |url| {
-        let mut s = Session::open(url, opts.tls.as_ref(), opts.pasv)?;
-        if let Some(t) = opts.data_timeout {
-            s.set_data_timeout(t);
-        }
-        Ok::<_, XferError>(s)
-    };
-    let zero_len =
-        || len.ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()));
+    use crate::{Endpoint, Route};
     match (src, dst) {
         (Endpoint::Local(_), Endpoint::Local(_)) => Err(XferError::Usage(
             "both SRC and DST are local; one side must be ftp:// or haul://".into(),
         )),
         (Endpoint::Remote(s), Endpoint::Local(d)) => {
-            let d_str = d.display().to_string();
-            if s.path == DEV_ZERO {
-                local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
-                return Ok((
-                    Route::Download(s.clone()),
-                    vec![Job::new(s.path.clone(), d_str, zero_len()?)],
-                ));
-            }
-            let mut sess = open(s)?;
-            let (is_dir, size) = sess.stat(&s.path)?;
-            let jobs = if is_dir {
-                if !recursive {
-                    return Err(XferError::Usage(format!("{s} is a directory; use -r")));
-                }
-                let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
-                local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
-                for p in std::iter::once(d.clone()).chain(tree.dirs.iter().map(|dir| d.join(dir))) {
-                    std::fs::create_dir_all(&p)
-                        .map_err(|e| XferError::io(&p.display().to_string(), e))?;
-                }
-                tree.files
-                    .into_iter()
-                    .map(|(rel, size)| {
-                        Job::new(
-                            rjoin(&s.path, &rel),
-                            d.join(rel).display().to_string(),
-                            size,
-                        )
-                    })
-                    .collect()
-            } else {
-                let to = single_dst(&s.path, &d_str, d.is_dir());
-                local_dir(Path::new(&to).parent().unwrap_or(Path::new("")), opts.mkdir)?;
-                vec![Job::new(s.path.clone(), to, size)]
-            };
-            sess.quit();
-            Ok((Route::Download(s.clone()), jobs))
+            Ok((Route::Download(s.clone()), plan_download(s, d, opts)?))
         }
-        (Endpoint::Local(sp), Endpoint::Remote(d)) => {
-            let s_str = sp.display().to_string();
-            if s_str == DEV_ZERO {
-                return Ok((
-                    Route::Upload(d.clone()),
-                    vec![Job::new(s_str, d.path.clone(), zero_len()?)],
-                ));
-            }
-            let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
-            let mut sess = open(d)?;
-            let jobs = if md.is_dir() {
-                if !recursive {
-                    return Err(XferError::Usage(format!("{s_str} is a directory; use -r")));
-                }
-                let tree = walk_local(sp, opts.limits)?;
-                if opts.mkdir {
-                    remote_parents(&mut sess, &d.path)?;
-                }
-                sess.mkdir(&d.path)?;
-                for dir in tree.dirs {
-                    sess.mkdir(&rjoin(&d.path, &dir.to_string_lossy()))?;
-                }
-                tree.files
-                    .into_iter()
-                    .map(|(rel, size)| {
-                        Job::new(
-                            sp.join(&rel).display().to_string(),
-                            rjoin(&d.path, &rel.to_string_lossy()),
-                            size,
-                        )
-                    })
-                    .collect()
-            } else {
-                let dst_is_dir = sess.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                let to = single_dst(&s_str, &d.path, dst_is_dir);
-                if opts.mkdir {
-                    remote_parents(&mut sess, &to)?;
-                }
-                vec![Job::new(s_str.clone(), to, md.len())]
-            };
-            sess.quit();
-            Ok((Route::Upload(d.clone()), jobs))
+        (Endpoint::Local(s), Endpoint::Remote(d)) => {
+            Ok((Route::Upload(d.clone()), plan_upload(s, d, opts)?))
         }
-        (Endpoint::Remote(s), Endpoint::Remote(d)) => {
-            if s.path == DEV_ZERO {
-                return Ok((
-                    Route::ThirdParty(s.clone(), d.clone()),
-                    vec![Job::new(s.path.clone(), d.path.clone(), zero_len()?)],
-                ));
-            }
-            let mut ss = open(s)?;
-            let mut ds = open(d)?;
-            let (is_dir, size) = ss.stat(&s.path)?;
-            let jobs = if is_dir {
-                if !recursive {
-                    return Err(XferError::Usage(format!("{s} is a directory; use -r")));
-                }
-                let tree = walk_remote(&mut ss, &s.path, opts.limits)?;
-                if opts.mkdir {
-                    remote_parents(&mut ds, &d.path)?;
-                }
-                ds.mkdir(&d.path)?;
-                for dir in tree.dirs {
-                    ds.mkdir(&rjoin(&d.path, &dir))?;
-                }
-                tree.files
-                    .into_iter()
-                    .map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size))
-                    .collect()
-            } else {
-                let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
-                let to = single_dst(&s.path, &d.path, dst_is_dir);
-                if opts.mkdir {
-                    remote_parents(&mut ds, &to)?;
-                }
-                vec![Job::new(s.path.clone(), to, size)]
-            };
-            ss.quit();
-            ds.quit();
-            Ok((Route::ThirdParty(s.clone(), d.clone()), jobs))
-        }
+        (Endpoint::Remote(s), Endpoint::Remote(d)) => Ok((
+            Route::ThirdParty(s.clone(), d.clone()),
+            plan_third_party(s, d, opts)?,
+        )),
     }
+}
+
+/// Opens a planning session to `url` with the options' TLS, PASV and data-timeout settings.
+fn open(url: &RemoteUrl, opts: &PlanOptions) -> Result<Session, XferError> {
+    let mut s = Session::open(url, opts.tls.as_ref(), opts.pasv)?;
+    if let Some(t) = opts.data_timeout {
+        s.set_data_timeout(t);
+    }
+    Ok(s)
+}
+
+/// How many bytes to read from `/dev/zero`: `--len`, which such a source requires.
+fn zero_len(opts: &PlanOptions) -> Result<u64, XferError> {
+    opts.len
+        .ok_or_else(|| XferError::Usage("reading /dev/zero needs --len BYTES".into()))
+}
+
+/// The files of a download from `s` to the local `d`, creating local directories on the way.
+fn plan_download(s: &RemoteUrl, d: &Path, opts: &PlanOptions) -> Result<Vec<Job>, XferError> {
+    let d_str = d.display().to_string();
+    if s.path == DEV_ZERO {
+        local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
+        return Ok(vec![Job::new(s.path.clone(), d_str, zero_len(opts)?)]);
+    }
+    let mut sess = open(s, opts)?;
+    let (is_dir, size) = sess.stat(&s.path)?;
+    let jobs = if is_dir {
+        if !opts.recursive {
+            return Err(XferError::Usage(format!("{s} is a directory; use -r")));
+        }
+        let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
+        local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
+        for p in std::iter::once(d.to_path_buf()).chain(tree.dirs.iter().map(|dir| d.join(dir))) {
+            std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
+        }
+        tree.files
+            .into_iter()
+            .map(|(rel, size)| {
+                Job::new(
+                    rjoin(&s.path, &rel),
+                    d.join(rel).display().to_string(),
+                    size,
+                )
+            })
+            .collect()
+    } else {
+        let to = single_dst(&s.path, &d_str, d.is_dir());
+        local_dir(Path::new(&to).parent().unwrap_or(Path::new("")), opts.mkdir)?;
+        vec![Job::new(s.path.clone(), to, size)]
+    };
+    sess.quit();
+    Ok(jobs)
+}
+
+/// The files of an upload from the local `sp` to `d`, creating remote directories on the way.
+fn plan_upload(sp: &Path, d: &RemoteUrl, opts: &PlanOptions) -> Result<Vec<Job>, XferError> {
+    let s_str = sp.display().to_string();
+    if s_str == DEV_ZERO {
+        return Ok(vec![Job::new(s_str, d.path.clone(), zero_len(opts)?)]);
+    }
+    let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
+    let mut sess = open(d, opts)?;
+    let jobs = if md.is_dir() {
+        if !opts.recursive {
+            return Err(XferError::Usage(format!("{s_str} is a directory; use -r")));
+        }
+        let tree = walk_local(sp, opts.limits)?;
+        if opts.mkdir {
+            remote_parents(&mut sess, &d.path)?;
+        }
+        sess.mkdir(&d.path)?;
+        for dir in tree.dirs {
+            sess.mkdir(&rjoin(&d.path, &dir.to_string_lossy()))?;
+        }
+        tree.files
+            .into_iter()
+            .map(|(rel, size)| {
+                Job::new(
+                    sp.join(&rel).display().to_string(),
+                    rjoin(&d.path, &rel.to_string_lossy()),
+                    size,
+                )
+            })
+            .collect()
+    } else {
+        let dst_is_dir = sess.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
+        let to = single_dst(&s_str, &d.path, dst_is_dir);
+        if opts.mkdir {
+            remote_parents(&mut sess, &to)?;
+        }
+        vec![Job::new(s_str.clone(), to, md.len())]
+    };
+    sess.quit();
+    Ok(jobs)
+}
+
+/// The files of a server-to-server copy from `s` to `d`, creating `d`'s directories.
+fn plan_third_party(
+    s: &RemoteUrl,
+    d: &RemoteUrl,
+    opts: &PlanOptions,
+) -> Result<Vec<Job>, XferError> {
+    if s.path == DEV_ZERO {
+        return Ok(vec![Job::new(
+            s.path.clone(),
+            d.path.clone(),
+            zero_len(opts)?,
+        )]);
+    }
+    let mut ss = open(s, opts)?;
+    let mut ds = open(d, opts)?;
+    let (is_dir, size) = ss.stat(&s.path)?;
+    let jobs = if is_dir {
+        if !opts.recursive {
+            return Err(XferError::Usage(format!("{s} is a directory; use -r")));
+        }
+        let tree = walk_remote(&mut ss, &s.path, opts.limits)?;
+        if opts.mkdir {
+            remote_parents(&mut ds, &d.path)?;
+        }
+        ds.mkdir(&d.path)?;
+        for dir in tree.dirs {
+            ds.mkdir(&rjoin(&d.path, &dir))?;
+        }
+        tree.files
+            .into_iter()
+            .map(|(rel, size)| Job::new(rjoin(&s.path, &rel), rjoin(&d.path, &rel), size))
+            .collect()
+    } else {
+        let dst_is_dir = ds.stat(&d.path).map(|(dir, _)| dir).unwrap_or(false);
+        let to = single_dst(&s.path, &d.path, dst_is_dir);
+        if opts.mkdir {
+            remote_parents(&mut ds, &to)?;
+        }
+        vec![Job::new(s.path.clone(), to, size)]
+    };
+    ss.quit();
+    ds.quit();
+    Ok(jobs)
 }
 
 #[cfg(test)]

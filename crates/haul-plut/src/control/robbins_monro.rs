@@ -300,70 +300,111 @@ impl RobbinsMonro {
 
     /// Feeds one control step and returns the next target rate.
     pub fn update(&mut self, m: &Measurement) -> f64 {
-        let p = self.params;
-        let theta = m.loss_fraction();
-        // What the path failed to deliver: the goodput shortfall against the rate offered
-        // during the goodput window (a bottleneck caps goodput before its queue overflows and
-        // anything is lost), or, when that is unknown, the reported losses.
-        // Not clamped at 0: the noise of a sample must average out, not bias the estimates.
-        // Bounded below: a window in which the sender was idle while its queue drained shows
-        // goodput many times the offer, which says nothing about the path's loss.
-        let signal = if m.offered_rate > 0.0 {
-            (1.0 - m.goodput / m.offered_rate).max(-0.5)
-        } else {
-            theta
-        };
+        let signal = shortfall(m);
         match self.phase {
             RmPhase::Probe => {
-                // A window that offered no more than the path has already delivered cannot show
-                // the bottleneck: a shortfall there is measurement noise (a host stall moved the
-                // window), and ending the probe on it would start stabilisation far below.
-                // Before any base-loss sample ℓ₀ counts as 0 (a sender that cannot reach its
-                // probe rate never offers a window within `base_margin` of it).
-                let beyond = self.max_goodput > 0.0
-                    && m.offered_rate > self.max_goodput * (1.0 + p.base_margin);
-                self.max_goodput = self.max_goodput.max(m.goodput);
-                let saturated = beyond && signal - self.base_loss() > p.probe_exit;
-                // The measurement lags the rate by about a step: grow again only once the
-                // goodput window saw (most of) the current rate, so each doubling is checked.
-                let caught_up = m.offered_rate <= 0.0 || m.offered_rate >= 0.8 * self.rate;
-                if theta > p.max_base_loss || saturated || (self.rate >= self.max_rate && caught_up)
-                {
-                    // Goodput stopped following the rate: the largest goodput seen is the
-                    // bottleneck less the path's base loss. Drain the queue below it for a step.
-                    self.bottleneck = self.max_goodput / (1.0 - self.base_loss()).max(0.5);
-                    if self.rate < self.max_rate {
-                        let bottleneck = self.bottleneck;
-                        self.rate = (bottleneck * p.drain).clamp(self.min_rate, self.max_rate);
-                        self.phase = RmPhase::Drain;
-                        self.loss_avg = None;
-                        return self.rate;
-                    }
-                    self.phase = RmPhase::Stabilize;
-                } else {
-                    // Base loss is measured with the same signal the setpoint uses, so
-                    // retransmissions and alignment biases cancel; only from windows sent at
-                    // the current rate (not across a doubling, where the alignment is loose,
-                    // nor a window the sender did not fill: before ℓ₀ is known that cannot be
-                    // told from one the bottleneck capped).
-                    if (m.offered_rate / self.rate - 1.0).abs() < p.base_margin {
-                        self.add_base(signal, m.lost + m.received);
-                    }
-                    if caught_up {
-                        self.rate = (self.rate * (1.0 + p.probe_gain)).min(self.max_rate);
-                    }
-                    return self.rate;
+                if let Some(rate) = self.probe(m, signal) {
+                    return rate;
                 }
             }
-            RmPhase::Drain => {
-                self.rate = (self.rate / p.drain).clamp(self.min_rate, self.max_rate);
-                self.phase = RmPhase::Stabilize;
-                // The next measurement still reflects the drain rate.
-                self.skip = 1;
-                return self.rate;
-            }
+            RmPhase::Drain => return self.end_drain(),
             RmPhase::Stabilize => {}
         }
+        self.stabilize(m, signal)
+    }
+
+    /// One probe step: doubles the rate, or ends probing once goodput stops following it.
+    /// Returns the next rate, or `None` when probing ended at the NIC rate and this
+    /// measurement goes on to the first stabilisation step.
+    fn probe(&mut self, m: &Measurement, signal: f64) -> Option<f64> {
+        let p = self.params;
+        let theta = m.loss_fraction();
+        // A window that offered no more than the path has already delivered cannot show
+        // the bottleneck: a shortfall there is measurement noise (a host stall moved the
+        // window), and ending the probe on it would start stabilisation far below.
+        // Before any base-loss sample ℓ₀ counts as 0 (a sender that cannot reach its
+        // probe rate never offers a window within `base_margin` of it).
+        let beyond =
+            self.max_goodput > 0.0 && m.offered_rate > self.max_goodput * (1.0 + p.base_margin);
+        self.max_goodput = self.max_goodput.max(m.goodput);
+        let saturated = beyond && signal - self.base_loss() > p.probe_exit;
+        // The measurement lags the rate by about a step: grow again only once the
+        // goodput window saw (most of) the current rate, so each doubling is checked.
+        let caught_up = m.offered_rate <= 0.0 || m.offered_rate >= 0.8 * self.rate;
+        if theta > p.max_base_loss || saturated || (self.rate >= self.max_rate && caught_up) {
+            // Goodput stopped following the rate: the largest goodput seen is the
+            // bottleneck less the path's base loss. Drain the queue below it for a step.
+            self.bottleneck = self.max_goodput / (1.0 - self.base_loss()).max(0.5);
+            if self.rate < self.max_rate {
+                let bottleneck = self.bottleneck;
+                self.rate = (bottleneck * p.drain).clamp(self.min_rate, self.max_rate);
+                self.phase = RmPhase::Drain;
+                self.loss_avg = None;
+                return Some(self.rate);
+            }
+            self.phase = RmPhase::Stabilize;
+            None
+        } else {
+            // Base loss is measured with the same signal the setpoint uses, so
+            // retransmissions and alignment biases cancel; only from windows sent at
+            // the current rate (not across a doubling, where the alignment is loose,
+            // nor a window the sender did not fill: before ℓ₀ is known that cannot be
+            // told from one the bottleneck capped).
+            if (m.offered_rate / self.rate - 1.0).abs() < p.base_margin {
+                self.add_base(signal, m.lost + m.received);
+            }
+            if caught_up {
+                self.rate = (self.rate * (1.0 + p.probe_gain)).min(self.max_rate);
+            }
+            Some(self.rate)
+        }
+    }
+
+    /// The drain step: restores the rate drained from and starts stabilisation.
+    fn end_drain(&mut self) -> f64 {
+        let p = self.params;
+        self.rate = (self.rate / p.drain).clamp(self.min_rate, self.max_rate);
+        self.phase = RmPhase::Stabilize;
+        // The next measurement still reflects the drain rate.
+        self.skip = 1;
+        self.rate
+    }
+
+    /// One stabilisation step: Eq. 3 with haul's setpoint, queue bound, recovery and overrun
+    /// cut, applied to a measurement of the current rate.
+    fn stabilize(&mut self, m: &Measurement, signal: f64) -> f64 {
+        let p = self.params;
+        let achieved = self.track_bottleneck(m, signal);
+        if self.skip > 0 {
+            self.skip -= 1;
+            return self.rate;
+        }
+        if !self.settled(m) {
+            return self.rate;
+        }
+        let loss = match self.loss_avg {
+            Some(avg) => avg + p.loss_smoothing * (signal - avg),
+            None => signal,
+        };
+        self.loss_avg = Some(loss);
+        let target_excess = self.excess_target();
+        let excess = loss - self.base_loss() - target_excess;
+        let error = self.error(m, excess, target_excess);
+        self.advance_k(error);
+        let mut next = self.step_rate(m, error, achieved);
+        // The smoothed shortfall (weight ½) has about 0.6σ of noise: an overrun is clear only
+        // well beyond it.
+        if excess > (p.overrun * target_excess).max(2.0 * self.sample_sd()) {
+            next = next.min(self.rate * (1.0 - excess.min(0.5)));
+        }
+        self.rate = next.clamp(self.min_rate, self.max_rate);
+        self.rate
+    }
+
+    /// Updates the bottleneck estimate and refines the base loss from a sample clearly below
+    /// it; returns whether the sender achieved the current rate in the goodput window.
+    fn track_bottleneck(&mut self, m: &Measurement, signal: f64) -> bool {
+        let p = self.params;
         // The bottleneck estimate: the largest goodput seen, forgotten slowly so a path that
         // became slower is followed. A sample offered clearly below it cannot have met the
         // bottleneck, so its shortfall is path loss and refines the base-loss estimate (which
@@ -378,10 +419,12 @@ impl RobbinsMonro {
         if m.offered_rate > 0.0 && chosen_below && achieved && self.skip == 0 {
             self.add_base(signal, m.lost + m.received);
         }
-        if self.skip > 0 {
-            self.skip -= 1;
-            return self.rate;
-        }
+        achieved
+    }
+
+    /// Whether Eq. 3 may use `m`, counting the measurements passed over as stale.
+    fn settled(&mut self, m: &Measurement) -> bool {
+        let p = self.params;
         // The measurement lags the rate by a step or two. Eq. 3 is applied only to a
         // measurement of the current rate — one whose goodput window began after the rate
         // last changed, or that offered within `settle_tolerance` of it — so steps taken
@@ -392,16 +435,16 @@ impl RobbinsMonro {
             || (m.offered_rate / self.rate - 1.0).abs() < p.settle_tolerance;
         if !settled && self.stale < p.max_stale {
             self.stale += 1;
-            return self.rate;
+            return false;
         }
         self.stale = 0;
-        let loss = match self.loss_avg {
-            Some(avg) => avg + p.loss_smoothing * (signal - avg),
-            None => signal,
-        };
-        self.loss_avg = Some(loss);
-        let target_excess = self.excess_target();
-        let excess = loss - self.base_loss() - target_excess;
+        true
+    }
+
+    /// The error term of Eq. 3 in [−1, 1]: the paper's ĝ_R(k) − ĝ*(k) plus haul's loss
+    /// setpoint and queue bound.
+    fn error(&self, m: &Measurement, excess: f64, target_excess: f64) -> f64 {
+        let p = self.params;
         let scale = m.send_rate.max(self.min_rate);
         // Eq. 2 and the Eq. 3 error term ĝ_R(k) − ĝ*(k), relative to the measured rate.
         let target = attainable_goodput(m.send_rate, m.retransmit_fraction, m.goodput, p.beta);
@@ -419,7 +462,13 @@ impl RobbinsMonro {
         } else {
             0.0
         };
-        let error = (paper + setpoint + queued).clamp(-1.0, 1.0);
+        (paper + setpoint + queued).clamp(-1.0, 1.0)
+    }
+
+    /// Advances the step counter k of ρ_k by Kesten's rule, halving it after repeated
+    /// saturated pushes the same way.
+    fn advance_k(&mut self, error: f64) {
+        let p = self.params;
         // k advances only when the error changes sign (Kesten's rule for stochastic
         // approximation): while the rate is far from the root — after a probe that ended
         // early on a noisy sample, a host stall or a path change — the errors keep their sign
@@ -442,6 +491,12 @@ impl RobbinsMonro {
             self.k = (self.k / 2).max(1);
             self.push = 0;
         }
+    }
+
+    /// The rate after Eq. 3's step on `error`, bounded by the offered rate's headroom and
+    /// raised by haul's recovery (before the overrun cut and the clamp to the rate limits).
+    fn step_rate(&self, m: &Measurement, error: f64, achieved: bool) -> f64 {
+        let p = self.params;
         // Eq. 3: r̂_S(k+1) = r̂_S(k) − ρ_k·error, with ρ_k = b/k^γ relative to the rate.
         // A sample clearly below the bottleneck estimate with no excess shortfall (the rate
         // fell far after a long host stall or a spurious loss signal, when k had grown) takes
@@ -469,13 +524,21 @@ impl RobbinsMonro {
         if below && achieved && error <= -0.5 && self.rate < 0.5 * self.bottleneck {
             next = next.max((self.rate * (1.0 + p.probe_gain)).min(self.bottleneck));
         }
-        // The smoothed shortfall (weight ½) has about 0.6σ of noise: an overrun is clear only
-        // well beyond it.
-        if excess > (p.overrun * target_excess).max(2.0 * self.sample_sd()) {
-            next = next.min(self.rate * (1.0 - excess.min(0.5)));
-        }
-        self.rate = next.clamp(self.min_rate, self.max_rate);
-        self.rate
+        next
+    }
+}
+
+/// What the path failed to deliver: the goodput shortfall against the rate offered
+/// during the goodput window (a bottleneck caps goodput before its queue overflows and
+/// anything is lost), or, when that is unknown, the reported losses.
+/// Not clamped at 0: the noise of a sample must average out, not bias the estimates.
+/// Bounded below: a window in which the sender was idle while its queue drained shows
+/// goodput many times the offer, which says nothing about the path's loss.
+fn shortfall(m: &Measurement) -> f64 {
+    if m.offered_rate > 0.0 {
+        (1.0 - m.goodput / m.offered_rate).max(-0.5)
+    } else {
+        m.loss_fraction()
     }
 }
 
