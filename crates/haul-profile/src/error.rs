@@ -31,14 +31,6 @@ pub enum ProfileError {
     /// A transport is not available in this build.
     #[error("transport {0} is not available: {1}")]
     Unavailable(String, String),
-    /// A UDT call failed.
-    #[error("UDT {what}: {message}")]
-    Udt {
-        /// The call.
-        what: String,
-        /// UDT's error description.
-        message: String,
-    },
     /// A PLUT data channel failed.
     #[error("PLUT data channel {channel}: {source}")]
     Plut {

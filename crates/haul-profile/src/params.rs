@@ -102,17 +102,9 @@ pub fn parse_nic_file(text: &str) -> Result<Vec<NicPair>> {
     Ok(out)
 }
 
-/// TCP socket options (`-w`, congestion control, MSS, pacing).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TcpOptions {
-    /// Congestion control (`cubic`, `bbr`, `reno`); kernel default when absent.
-    pub congestion: Option<String>,
-    /// TCP_MAXSEG in bytes.
-    pub mss: Option<u32>,
-    /// SO_MAX_PACING_RATE per stream, bytes per second.
-    pub pacing: Option<u64>,
-}
+/// TCP socket options (congestion control, MSS, pacing): the ones every TCP data socket of haul
+/// takes.
+pub use haul_transport::socket::TcpOptions;
 
 /// UDT4 socket options (001 §IV-A: -f -F -r -R -M -B).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

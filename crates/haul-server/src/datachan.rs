@@ -17,15 +17,16 @@
 //! client closes its control connection or no byte has moved for the data timeout.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use haul_proto::{PerfMarker, Reply};
 use haul_transport::mode_e::{Acceptor, Progress};
+use haul_transport::net::{DataListener, NetStack, RawConn};
 use haul_transport::token::DataToken;
-use haul_transport::{socket, tls, Conn};
+use haul_transport::{tls, Conn, Cutter};
 
 use crate::control::Control;
 
@@ -48,7 +49,7 @@ pub enum Setup {
     /// PORT / EPRT / SPOR: the client listens at these addresses.
     Active(Vec<SocketAddr>),
     /// PASV / EPSV / SPAS: we listen.
-    Passive(TcpListener),
+    Passive(DataListener),
 }
 
 /// A session's data-channel set-up and cached MODE E connections.
@@ -62,6 +63,8 @@ pub struct DataState {
     pub parallelism: usize,
     /// TCP buffer size for new data connections (SBUF).
     pub sbuf: Option<usize>,
+    /// What carries new data connections (`SITE SETNETSTACK`).
+    pub stack: NetStack,
 }
 
 impl DataState {
@@ -122,18 +125,24 @@ impl Peers {
 /// them all down on [`Cut::cut`].
 #[derive(Default)]
 pub struct Cut {
-    socks: Mutex<Vec<TcpStream>>,
+    socks: Mutex<Vec<Cutter>>,
     why: Mutex<Option<String>>,
 }
 
 impl Cut {
     /// Watches `conn` for the rest of the phase (a connection held after a cut is cut at once).
     pub fn hold(&self, conn: &Conn) {
-        let Ok(s) = conn.socket() else { return };
-        if self.reason().is_some() {
-            let _ = s.shutdown(std::net::Shutdown::Both);
+        if let Ok(c) = conn.cutter() {
+            self.hold_cutter(c);
         }
-        self.socks.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+    }
+
+    /// Watches the connection `c` cuts for the rest of the phase.
+    pub fn hold_cutter(&self, c: Cutter) {
+        if self.reason().is_some() {
+            c.cut();
+        }
+        self.socks.lock().unwrap_or_else(|p| p.into_inner()).push(c);
     }
 
     /// Ends the phase: records why (the first reason stands) and shuts every socket down.
@@ -143,7 +152,7 @@ impl Cut {
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert_with(|| why.into());
         for s in self.socks.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = s.shutdown(std::net::Shutdown::Both);
+            s.cut();
         }
     }
 
@@ -161,9 +170,11 @@ impl Cut {
     }
 }
 
-/// How new data connections are made: buffer size, timeouts, TLS (PROT P, this side is the
-/// TLS server on every data connection, RFC 4217 §9), and who may be at the other end.
+/// How new data connections are made: stack, buffer size, timeouts, TLS (PROT P, this side is
+/// the TLS server on every data connection, RFC 4217 §9), and who may be at the other end.
 pub struct Dial {
+    /// TCP or UDT.
+    pub stack: NetStack,
     /// SBUF.
     pub sbuf: Option<usize>,
     /// Read / write timeout of a data socket.
@@ -181,20 +192,19 @@ pub struct Dial {
 impl Dial {
     /// Prepares a new connection: timeouts, TLS, and the token (sent on connections this side
     /// opened, checked on those it accepted).
-    fn wrap(&self, tcp: TcpStream, cut: &Cut, opened: bool) -> io::Result<Conn> {
+    fn wrap(&self, raw: RawConn, cut: &Cut, opened: bool) -> io::Result<Conn> {
         // A little longer than the watch's stall limit, so that the watch, which says why,
         // ends a stalled phase before a socket timeout does.
         let timeout = self.timeout + 5 * TICK;
-        tcp.set_read_timeout(Some(timeout))?;
-        tcp.set_write_timeout(Some(timeout))?;
-        // Held from the start, so the watcher can cut a handshake that stalls; shut at once if
+        raw.set_timeouts(Some(timeout), Some(timeout))?;
+        // Held from the start, so the watcher can cut a handshake that stalls; cut at once if
         // the connection is refused, since the cut's handle would keep it open.
-        let raw = tcp.try_clone()?;
-        cut.hold(&(Box::new(tcp.try_clone()?) as Conn));
+        let own = raw.cutter()?;
+        cut.hold_cutter(raw.cutter()?);
         let r = (|| {
             let mut conn: Conn = match &self.tls {
-                Some(cfg) => Box::new(tls::accept(cfg.clone(), tcp)?),
-                None => Box::new(tcp),
+                Some(cfg) => Box::new(tls::accept(cfg.clone(), raw.into_tcp()?)?),
+                None => raw.into_conn(),
             };
             match (&self.token, opened) {
                 (Some(t), true) => t.present(&mut conn)?,
@@ -204,7 +214,7 @@ impl Dial {
             Ok(conn)
         })();
         if r.is_err() {
-            let _ = raw.shutdown(std::net::Shutdown::Both);
+            own.cut();
         }
         r
     }
@@ -220,15 +230,12 @@ impl Dial {
         if let Some(why) = cut.reason() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
-        self.wrap(
-            socket::connect(addr, self.sbuf, CONNECT_TIMEOUT)?,
-            cut,
-            true,
-        )
+        let raw = RawConn::connect(self.stack, addr, self.sbuf, CONNECT_TIMEOUT)?;
+        self.wrap(raw, cut, true)
     }
 
     /// Accepts one connection from an allowed peer, closing any other, until the phase is cut.
-    pub fn accept(&self, l: &TcpListener, cut: &Cut) -> io::Result<Conn> {
+    pub fn accept(&self, l: &DataListener, cut: &Cut) -> io::Result<Conn> {
         loop {
             if let Some(why) = cut.reason() {
                 return Err(io::Error::new(io::ErrorKind::TimedOut, why));
@@ -245,8 +252,8 @@ impl Dial {
     }
 
     /// Waits up to `wait` for one connection from an allowed peer; None if none came.
-    fn accept_allowed(&self, l: &TcpListener, wait: Duration) -> io::Result<Option<TcpStream>> {
-        match socket::accept_timeout(l, wait) {
+    fn accept_allowed(&self, l: &DataListener, wait: Duration) -> io::Result<Option<RawConn>> {
+        match l.accept_timeout(wait) {
             Ok((tcp, from)) if self.peers.allows(from.ip()) => Ok(Some(tcp)),
             Ok((tcp, from)) => {
                 tracing::warn!(%from, client = %self.peers.client, "data connection from another host refused");
@@ -278,7 +285,7 @@ impl Dial {
 /// peers and up to the limit.
 pub struct ListenAcceptor<'a> {
     /// The passive listener.
-    pub listener: &'a TcpListener,
+    pub listener: &'a DataListener,
     /// How connections are wrapped and who may connect.
     pub dial: &'a Dial,
     /// The phase's cut.

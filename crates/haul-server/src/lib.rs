@@ -10,8 +10,12 @@
 //!   operation of a session, `/dev/zero` and `/dev/null`.
 //! - `datachan`: data-channel set-up, the peers a session may reach, the watch over a data
 //!   phase.
-//! - `session`, `transfer`, `listing`, `control`: one control session, its transfers,
-//!   directory listings and the (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
+//! - `session`: one control session, its commands routed by family to `session::login`
+//!   (USER / PASS / AUTH / PBSZ / PROT / QUIT), `session::feat` (FEAT / OPTS / SITE / HELP),
+//!   `session::fs` (CWD / MKD / DELE / RNFR / SIZE / MDTM / STAT ...), `session::cksm` (CKSM)
+//!   and `session::data` (transfer settings and data-channel commands).
+//! - `transfer`, `listing`, `control`: a session's transfers, directory listings and the
+//!   (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
 
 pub mod auth;

@@ -16,7 +16,9 @@ use haul_proto::{Command, RangeSet, Reply};
 use haul_transport::checksum::{Algorithm, HashingSource};
 use haul_transport::io::{Sink, Source, Zero};
 use haul_transport::mode_e::{self, Acceptor, Progress};
-use haul_transport::{socket, stream, Conn};
+use haul_transport::net::{DataListener, NetStack};
+use haul_transport::udt;
+use haul_transport::{stream, Conn};
 
 use crate::datachan::{send_markers, watched, Cut, Dial, ListenAcceptor, Peers, Setup, Watch};
 use crate::listing;
@@ -88,6 +90,7 @@ impl Session<'_> {
     fn dial(&self) -> io::Result<Dial> {
         let cfg = &self.shared.cfg;
         Ok(Dial {
+            stack: self.data.stack,
             sbuf: self.data.sbuf,
             timeout: cfg.data_timeout,
             tls: if self.prot_private {
@@ -140,7 +143,7 @@ impl Session<'_> {
     pub(crate) fn cmd_passive(&mut self, kind: Passive) -> io::Result<()> {
         self.data.drop_all();
         let ip = self.ctl.local_ip()?;
-        let l = match socket::listen(SocketAddr::new(ip, 0), self.data.sbuf) {
+        let l = match DataListener::bind(self.data.stack, SocketAddr::new(ip, 0), self.data.sbuf) {
             Ok(l) => l,
             Err(e) => {
                 return self
@@ -168,6 +171,32 @@ impl Session<'_> {
                 ],
             )),
         }
+    }
+
+    /// `SITE SETNETSTACK <drivers>` (as Globus names it): what carries the next data
+    /// connections, `tcp` or `udt`. A Globus driver list (`gsi,tcp`) names its transport last.
+    pub(crate) fn cmd_setnetstack(&mut self, arg: &str) -> io::Result<()> {
+        let last = arg.rsplit(',').next().unwrap_or("");
+        let driver = last.split(':').next().unwrap_or("");
+        let stack = match driver.parse::<NetStack>() {
+            Ok(s) => s,
+            Err(e) => return self.ctl.reply(501, format!("SETNETSTACK: {e}.")),
+        };
+        if stack == NetStack::Udt && !udt::AVAILABLE {
+            return self
+                .ctl
+                .reply(504, "SETNETSTACK udt: this server was built without UDT4.");
+        }
+        if stack == NetStack::Udt && (self.prot_private || self.shared.cfg.require_tls) {
+            return self.ctl.reply(
+                504,
+                "SETNETSTACK udt: UDT data channels carry no TLS, and this session's must.",
+            );
+        }
+        self.data.drop_all();
+        self.data.stack = stack;
+        self.ctl
+            .reply(200, format!("Data connections now use {stack}."))
     }
 
     /// Replies 425 and returns false when no data channel can be had.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
-use haul_transport::checksum::HashingSink;
+use haul_transport::checksum::{Algorithm, HashingSink};
 use haul_transport::io::{Null, Sink};
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
@@ -81,6 +81,45 @@ fn disk_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
 }
 
+/// Where an upload writes, by its command and the `REST` before it.
+struct Placement {
+    /// Whether it writes the part file (renamed over the target at the end) or the target.
+    to_part: bool,
+    /// Whether the file written starts over empty.
+    truncate: bool,
+    /// The file offset of MODE E block offset 0.
+    base: u64,
+    /// The file offset of a MODE S stream's first byte.
+    start: u64,
+}
+
+impl Placement {
+    /// Where a `kind` upload to `parent`'s name writes, restarting at `rest` if given: a STOR
+    /// restarts into the part file when there is one, an APPE writes at the end of the file.
+    fn of(kind: &WriteKind, rest: Option<&Restart>, parent: &Parent) -> Placement {
+        let held_end = |r: &Restart| match r {
+            Restart::Offset(o) => *o,
+            Restart::Ranges(r) => r.missing(u64::MAX).first().map_or(0, |m| m.0),
+        };
+        let has_part = matches!(parent.part_lstat(), Ok(Some(_)));
+        let (to_part, truncate, base, start) = match (kind, rest) {
+            (WriteKind::Stor, None) => (true, true, 0, 0),
+            (WriteKind::Stor, Some(r)) => (has_part, false, 0, held_end(r)),
+            (WriteKind::Appe, _) => {
+                let len = parent.lstat().ok().flatten().map_or(0, |m| m.len());
+                (false, false, len, len)
+            }
+            (WriteKind::Esto(o), _) => (false, false, *o, *o),
+        };
+        Placement {
+            to_part,
+            truncate,
+            base,
+            start,
+        }
+    }
+}
+
 impl<'a> Session<'a> {
     /// The checks every upload to `virt` makes before it opens anything: a writable user, a name
     /// that is not reserved, a parent inside the root, a target that is a regular file or new
@@ -132,13 +171,7 @@ impl<'a> Session<'a> {
     pub(crate) fn cmd_stor(&mut self, arg: &str, kind: WriteKind) -> io::Result<()> {
         let rest = self.rest.take();
         let virt = match self.resolve(arg) {
-            Target::Null => {
-                return match self.receive_into(&Null, 0, 0)? {
-                    Ok(_) => self.ctl.reply(226, "Transfer Complete."),
-                    Err(None) => Ok(()),
-                    Err(Some(e)) => self.ctl.reply(426, format!("Data connection closed: {e}")),
-                };
-            }
+            Target::Null => return self.stor_null(),
             Target::Zero => {
                 return self
                     .ctl
@@ -152,43 +185,10 @@ impl<'a> Session<'a> {
         if !self.check_setup()? {
             return Ok(());
         }
-        let held_end = |r: &Restart| match r {
-            Restart::Offset(o) => *o,
-            Restart::Ranges(r) => r.missing(u64::MAX).first().map_or(0, |m| m.0),
+        let at = Placement::of(&kind, rest.as_ref(), &parent);
+        let Some(file) = self.open_upload(&virt, &parent, &at)? else {
+            return Ok(());
         };
-        let has_part = matches!(parent.part_lstat(), Ok(Some(_)));
-        // (to the part file?, truncate?, block base, stream start)
-        let (to_part, truncate, base, start) = match (&kind, &rest) {
-            (WriteKind::Stor, None) => (true, true, 0, 0),
-            (WriteKind::Stor, Some(r)) => (has_part, false, 0, held_end(r)),
-            (WriteKind::Appe, _) => {
-                let len = parent.lstat().ok().flatten().map_or(0, |m| m.len());
-                (false, false, len, len)
-            }
-            (WriteKind::Esto(o), _) => (false, false, *o, *o),
-        };
-        // Not truncating yet: another process may be writing this file, and nothing of its data
-        // may be lost before the lock below says so.
-        let opened = if to_part {
-            parent.open_part(truncate)
-        } else {
-            parent.open_write(false)
-        };
-        let file = match opened {
-            Ok(f) => f,
-            Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
-        };
-        if !lock_exclusive(&file) {
-            return self.ctl.reply(
-                450,
-                format!("{virt}: another upload to this file is in progress"),
-            );
-        }
-        if truncate {
-            if let Err(e) = file.set_len(0) {
-                return self.ctl.reply(550, fs_error(&virt, &e));
-            }
-        }
         // A new file whose checksum the client asks for next: hash the blocks as they are
         // written, rather than reading the file back for the CKSM.
         let alg = match (&kind, &rest) {
@@ -201,41 +201,106 @@ impl<'a> Session<'a> {
             Some(h) => h,
             None => &file,
         };
-        let got: RangeSet = match self.receive_into(sink, base, start)? {
+        let got: RangeSet = match self.receive_into(sink, at.base, at.start)? {
             Ok(got) => got,
             Err(None) => return Ok(()),
-            Err(Some(e)) if disk_full(&e) => {
-                drop(file);
-                if to_part {
-                    if let Err(rm) = parent.remove_part() {
-                        tracing::warn!(path = %virt, error = %rm, "part file not removed after a full disk");
-                    }
-                }
-                tracing::warn!(path = %virt, "upload failed: disk full");
-                return self.ctl.reply(
-                    452,
-                    format!("{virt}: No space left on device; upload aborted, nothing kept"),
-                );
-            }
-            Err(Some(e)) => {
-                tracing::warn!(path = %virt, part = to_part, error = %e, "upload failed; partial data kept");
-                return self.ctl.reply(426, format!("Data connection closed: {e}"));
-            }
+            Err(Some(e)) => return self.upload_failed(&virt, &parent, file, at.to_part, &e),
         };
         let len = got.ranges().last().map_or(0, |r| r.1);
-        let digest = match hashing {
-            // None unless every byte of [0, len) was hashed.
-            Some(h) => h.finish(len).ok().flatten(),
-            None => None,
-        };
+        // None unless every byte of [0, len) was hashed.
+        let digest = hashing.and_then(|h| h.finish(len).ok().flatten());
         drop(file);
+        self.finish_upload(virt, &parent, at.to_part, alg.zip(digest))
+    }
+
+    /// STOR to `/dev/null`: receives the data and keeps none of it.
+    fn stor_null(&mut self) -> io::Result<()> {
+        match self.receive_into(&Null, 0, 0)? {
+            Ok(_) => self.ctl.reply(226, "Transfer Complete."),
+            Err(None) => Ok(()),
+            Err(Some(e)) => self.ctl.reply(426, format!("Data connection closed: {e}")),
+        }
+    }
+
+    /// Opens the file an upload writes and locks it, and empties it when the upload starts
+    /// over; replies and returns None when it cannot.
+    fn open_upload(
+        &mut self,
+        virt: &str,
+        parent: &Parent,
+        at: &Placement,
+    ) -> io::Result<Option<File>> {
+        // Not truncating yet: another process may be writing this file, and nothing of its data
+        // may be lost before the lock below says so.
+        let opened = if at.to_part {
+            parent.open_part(at.truncate)
+        } else {
+            parent.open_write(false)
+        };
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) => return self.ctl.reply(550, fs_error(virt, &e)).map(|()| None),
+        };
+        if !lock_exclusive(&file) {
+            return self
+                .ctl
+                .reply(
+                    450,
+                    format!("{virt}: another upload to this file is in progress"),
+                )
+                .map(|()| None);
+        }
+        if at.truncate {
+            if let Err(e) = file.set_len(0) {
+                return self.ctl.reply(550, fs_error(virt, &e)).map(|()| None);
+            }
+        }
+        Ok(Some(file))
+    }
+
+    /// Answers an upload whose data connection failed with `e`: on a full disk the part file
+    /// is removed (`452`), otherwise what arrived is kept for a restart (`426`).
+    fn upload_failed(
+        &mut self,
+        virt: &str,
+        parent: &Parent,
+        file: File,
+        to_part: bool,
+        e: &io::Error,
+    ) -> io::Result<()> {
+        if disk_full(e) {
+            drop(file);
+            if to_part {
+                if let Err(rm) = parent.remove_part() {
+                    tracing::warn!(path = %virt, error = %rm, "part file not removed after a full disk");
+                }
+            }
+            tracing::warn!(path = %virt, "upload failed: disk full");
+            return self.ctl.reply(
+                452,
+                format!("{virt}: No space left on device; upload aborted, nothing kept"),
+            );
+        }
+        tracing::warn!(path = %virt, part = to_part, error = %e, "upload failed; partial data kept");
+        self.ctl.reply(426, format!("Data connection closed: {e}"))
+    }
+
+    /// Ends an upload that arrived whole: renames the part file over the target, keeps the
+    /// digest computed on the way for the client's `CKSM`, and defers the `226`.
+    fn finish_upload(
+        &mut self,
+        virt: String,
+        parent: &Parent,
+        to_part: bool,
+        digest: Option<(Algorithm, String)>,
+    ) -> io::Result<()> {
         if to_part {
             if let Err(e) = parent.commit_part() {
                 return self.ctl.reply(550, fs_error(&virt, &e));
             }
         }
         // The identity after the rename, which changes the file's ctime.
-        if let (Some(hex), Some(alg), Ok(m)) = (digest, alg, self.shared.vfs.stat(&virt)) {
+        if let (Some((alg, hex)), Ok(m)) = (digest, self.shared.vfs.stat(&virt)) {
             self.known_digest = Some(KnownDigest {
                 virt,
                 alg,

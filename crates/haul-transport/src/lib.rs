@@ -2,7 +2,11 @@
 //! agreed on the method. Blocking threads on the hot path, one per TCP stream, reading and
 //! writing by offset so blocks may be placed out of order.
 //!
-//! - [`socket`]: TCP connection set-up with buffer sizes applied before connect/listen.
+//! - [`net`]: the network stack under a session's data connections (TCP or UDT, as Globus's
+//!   `SITE SETNETSTACK` names it): listeners and connections of either, as [`Conn`]s.
+//! - [`socket`]: TCP connection set-up with buffer sizes and [`socket::TcpOptions`] (congestion
+//!   control, MSS, pacing) applied before connect/listen.
+//! - [`udt`]: UDT4 sockets (Debian's `libudt-dev`) with the `std::net` shape.
 //! - [`io`]: byte sources and sinks addressed by offset (files, the zero source, the null sink).
 //! - [`mode_e`]: GridFTP MODE E over N parallel connections, sender and receiver.
 //! - [`plut`]: PLUT (reliable UDP, `haul-plut`) over real sockets with batched IO and pacing.
@@ -13,31 +17,78 @@
 pub mod checksum;
 pub mod io;
 pub mod mode_e;
+pub mod net;
 pub mod plut;
 pub mod socket;
 pub mod stream;
 pub mod tls;
 pub mod token;
+pub mod udt;
 
-use std::io::{Read, Write};
+use std::io::{Read, Result as IoResult, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
 
-/// A connected data stream (plain TCP, or TLS over TCP).
+/// A connected data stream (plain TCP, TLS over TCP, or UDT).
 pub trait DataStream: Read + Write + Send {
-    /// Shuts the write half so the peer sees end of stream.
-    fn shutdown_write(&mut self) -> std::io::Result<()>;
+    /// Ends this side's sending so the peer sees end of stream (UDT, which has no half-close,
+    /// closes once what was written is delivered).
+    fn shutdown_write(&mut self) -> IoResult<()>;
 
-    /// A second handle of the underlying TCP socket, so that another thread can cut the stream
-    /// (`shutdown(Both)`) while this one is blocked reading or writing it.
-    fn socket(&self) -> std::io::Result<std::net::TcpStream>;
+    /// How long a read waits before it fails (None: forever).
+    fn set_read_timeout(&self, t: Option<Duration>) -> IoResult<()>;
+
+    /// A handle another thread can use to cut the stream while this one is blocked reading or
+    /// writing it.
+    fn cutter(&self) -> IoResult<Cutter>;
 }
 
-impl DataStream for std::net::TcpStream {
-    fn shutdown_write(&mut self) -> std::io::Result<()> {
-        self.shutdown(std::net::Shutdown::Write)
+impl DataStream for TcpStream {
+    fn shutdown_write(&mut self) -> IoResult<()> {
+        self.shutdown(Shutdown::Write)
     }
 
-    fn socket(&self) -> std::io::Result<std::net::TcpStream> {
-        self.try_clone()
+    fn set_read_timeout(&self, t: Option<Duration>) -> IoResult<()> {
+        TcpStream::set_read_timeout(self, t)
+    }
+
+    fn cutter(&self) -> IoResult<Cutter> {
+        self.try_clone().map(Cutter::Tcp)
+    }
+}
+
+impl DataStream for udt::UdtStream {
+    fn shutdown_write(&mut self) -> IoResult<()> {
+        self.close()
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> IoResult<()> {
+        udt::UdtStream::set_read_timeout(self, t)
+    }
+
+    fn cutter(&self) -> IoResult<Cutter> {
+        Ok(Cutter::Udt(udt::UdtStream::cutter(self)))
+    }
+}
+
+/// Cuts one data stream from another thread ([`DataStream::cutter`]).
+#[derive(Debug)]
+pub enum Cutter {
+    /// A second handle of the TCP socket, shut down both ways.
+    Tcp(TcpStream),
+    /// The UDT socket's id, closed at once.
+    Udt(udt::Cutter),
+}
+
+impl Cutter {
+    /// Ends the stream now: blocked reads and writes on it return.
+    pub fn cut(&self) {
+        match self {
+            Cutter::Tcp(s) => {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            Cutter::Udt(c) => c.cut(),
+        }
     }
 }
 

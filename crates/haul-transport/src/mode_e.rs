@@ -287,14 +287,11 @@ pub fn receive(
         if let Some(conn) = conns.pop() {
             // Nobody waits on the condition variable yet: no wake-ups to send.
             let r = recv_one(conn, sink, progress, max_len, block, &state, None);
-            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-            match r {
-                Ok(Some(c)) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(c),
-                Ok(None) => {}
-                Err(e) => {
-                    st.error.get_or_insert(e);
-                }
-            }
+            settle(
+                r,
+                &mut state.lock().unwrap_or_else(|p| p.into_inner()),
+                &kept,
+            );
         }
     }
     std::thread::scope(|s| {
@@ -307,13 +304,7 @@ pub fn receive(
                 let r = recv_one(conn, sink, progress, max_len, block, state, Some(cv));
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 st.readers -= 1;
-                match r {
-                    Ok(Some(c)) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(c),
-                    Ok(None) => {}
-                    Err(e) => {
-                        st.error.get_or_insert(e);
-                    }
-                }
+                settle(r, &mut st, kept);
                 cv.notify_all();
             });
         };
@@ -365,6 +356,18 @@ pub fn receive(
     Ok(Received {
         reusable: kept.into_inner().unwrap_or_else(|p| p.into_inner()),
     })
+}
+
+/// Keeps a finished stream's connection for the next transfer, or records its error (the
+/// first one stands).
+fn settle(r: io::Result<Option<Conn>>, st: &mut RecvState, kept: &Mutex<Vec<Conn>>) {
+    match r {
+        Ok(Some(c)) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(c),
+        Ok(None) => {}
+        Err(e) => {
+            st.error.get_or_insert(e);
+        }
+    }
 }
 
 fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADER_LEN]>> {

@@ -1,11 +1,88 @@
 //! TCP set-up for data connections. Buffer sizes are set before `connect` / `listen` so the
-//! kernel can negotiate a window scale large enough for long fat paths.
+//! kernel can negotiate a window scale large enough for long fat paths; [`TcpOptions`] holds
+//! the other per-socket settings (congestion control, MSS, pacing) in one place.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
+
+/// TCP socket options beyond the buffer size; `None` keeps the kernel's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpOptions {
+    /// Congestion control (`cubic`, `bbr`, `reno`), TCP_CONGESTION.
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG in bytes.
+    pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE, bytes per second.
+    pub pacing: Option<u64>,
+}
+
+/// A socket option the kernel refused: which one, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{option} {value}: {source}{hint}")]
+pub struct OptionError {
+    /// The option (`TCP_CONGESTION`, `TCP_MAXSEG`, `SO_MAX_PACING_RATE`).
+    pub option: &'static str,
+    /// The value asked for.
+    pub value: String,
+    /// What to look at.
+    pub hint: &'static str,
+    /// The kernel's error.
+    #[source]
+    pub source: io::Error,
+}
+
+impl TcpOptions {
+    /// Sets every option given on `s` (before connect / listen, so MSS applies).
+    pub fn apply(&self, s: &Socket) -> Result<(), OptionError> {
+        let err = |option, value: String, hint, source| OptionError {
+            option,
+            value,
+            hint,
+            source,
+        };
+        if let Some(cc) = &self.congestion {
+            setsockopt(s, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes()).map_err(|e| {
+                let hint = " (see /proc/sys/net/ipv4/tcp_available_congestion_control)";
+                err("TCP_CONGESTION", cc.clone(), hint, e)
+            })?;
+        }
+        if let Some(mss) = self.mss {
+            s.set_mss(mss)
+                .map_err(|e| err("TCP_MAXSEG", mss.to_string(), "", e))?;
+        }
+        if let Some(rate) = self.pacing {
+            let v = u32::try_from(rate).unwrap_or(u32::MAX).to_ne_bytes();
+            setsockopt(s, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v)
+                .map_err(|e| err("SO_MAX_PACING_RATE", format!("{rate} B/s"), "", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// `setsockopt` with a raw value.
+fn setsockopt(s: &Socket, level: libc::c_int, name: libc::c_int, val: &[u8]) -> io::Result<()> {
+    // SAFETY: `val` is a valid buffer of the given length for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            val.as_ptr().cast(),
+            val.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
 
 fn new_socket(addr: &SocketAddr, buffer: Option<usize>) -> io::Result<Socket> {
     let s = Socket::new(
@@ -28,7 +105,6 @@ pub const NOTSENT_LOWAT: u32 = 1 << 20;
 
 /// Caps a data socket's unsent backlog at [`NOTSENT_LOWAT`].
 pub fn limit_unsent(s: &TcpStream) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let v: libc::c_int = NOTSENT_LOWAT as libc::c_int;
     // SAFETY: a valid socket fd and a c_int option value of the stated size.
     let r = unsafe {

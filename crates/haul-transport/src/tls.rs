@@ -8,6 +8,7 @@ use std::io::{self, BufReader};
 use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{
@@ -15,7 +16,7 @@ use rustls::{
 };
 use thiserror::Error;
 
-use crate::DataStream;
+use crate::{Cutter, DataStream};
 
 /// A TLS configuration could not be built.
 #[derive(Debug, Error)]
@@ -144,8 +145,12 @@ impl DataStream for ServerStream {
         self.sock.shutdown(std::net::Shutdown::Write)
     }
 
-    fn socket(&self) -> io::Result<TcpStream> {
-        self.sock.try_clone()
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.sock.set_read_timeout(t)
+    }
+
+    fn cutter(&self) -> io::Result<Cutter> {
+        self.sock.try_clone().map(Cutter::Tcp)
     }
 }
 
@@ -156,7 +161,11 @@ impl DataStream for ClientStream {
         self.sock.shutdown(std::net::Shutdown::Write)
     }
 
-    fn socket(&self) -> io::Result<TcpStream> {
-        self.sock.try_clone()
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.sock.set_read_timeout(t)
+    }
+
+    fn cutter(&self) -> io::Result<Cutter> {
+        self.sock.try_clone().map(Cutter::Tcp)
     }
 }

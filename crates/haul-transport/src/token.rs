@@ -72,11 +72,10 @@ impl DataToken {
     /// Reads a connection's first bytes and checks them, waiting at most [`WAIT`]: an error of
     /// kind `PermissionDenied` if they are not the token (in time).
     pub fn check(&self, conn: &mut Conn, timeout: Duration) -> io::Result<()> {
-        let sock = conn.socket()?;
-        sock.set_read_timeout(Some(WAIT))?;
+        conn.set_read_timeout(Some(WAIT))?;
         let mut got = [0u8; LEN];
         let read = conn.read_exact(&mut got);
-        sock.set_read_timeout(Some(timeout))?;
+        conn.set_read_timeout(Some(timeout))?;
         // Constant time: every byte compared whatever the first difference.
         let same = read.is_ok()
             && got

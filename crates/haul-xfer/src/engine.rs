@@ -4,13 +4,12 @@
 //! journals. A tuner (a later issue) drives [`Transfer::set_concurrency`] and
 //! [`Transfer::set_parallelism`] while reading [`Transfer::samples`].
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use haul_transport::mode_e::Progress;
 
@@ -18,140 +17,19 @@ use crate::checksum::Algorithm;
 use crate::error::XferError;
 use crate::ledger::Ledger;
 use crate::plan::Job;
-use crate::schedule::{Batch, ClusterInfo, Clustering, Queues};
-use crate::session::PasvAddress;
-use crate::tls::ClientTls;
-use crate::url::RemoteUrl;
+use crate::schedule::{ClusterInfo, Queues};
 
-/// Which data channel carries file data.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Transport {
-    /// MODE E over parallel TCP streams.
-    #[default]
-    Tcp,
-    /// PLUT (reliable UDP), negotiated with `OPTS HAUL`; one file at a time per session.
-    Plut,
-}
+mod ctx;
+mod options;
+mod run;
 
-/// How to move the data.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// TCP streams per file.
-    pub parallelism: u32,
-    /// Files in flight (control sessions).
-    pub concurrency: u32,
-    /// Commands in flight per control session.
-    pub pipeline: usize,
-    /// Socket buffer size (None: autotuning).
-    pub tcp_buffer: Option<usize>,
-    /// MODE E block size.
-    pub block: usize,
-    /// Checksum algorithm; None picks XXH128 with haul peers, else MD5.
-    pub checksum: Option<Algorithm>,
-    /// Verify every file end to end.
-    pub verify: bool,
-    /// Continue from restart journals.
-    pub resume: bool,
-    /// Throughput sample interval.
-    pub sample_interval: Duration,
-    /// TLS roots for `haul://` URLs.
-    pub tls: Option<ClientTls>,
-    /// Where data connections go after `PASV`.
-    pub pasv: PasvAddress,
-    /// How long a data channel may stay silent before the transfer fails.
-    pub data_timeout: Duration,
-    /// Byte count for memory-to-memory runs from `/dev/zero`.
-    pub len: Option<u64>,
-    /// Bandwidth cap in bytes per second for each file's data (None: no cap).
-    pub max_rate: Option<u64>,
-    /// The data channel.
-    pub transport: Transport,
-    /// PLUT only: the sender's NIC rate in bytes/s, its pacing ceiling (None: 10 Gb/s).
-    pub plut_rate: Option<u64>,
-    /// File-size clusters with per-cluster pipelining and parallelism (None: one queue with
-    /// `pipeline` and `parallelism` for every file).
-    pub clustering: Option<Clustering>,
-    /// Cut files of at least two pieces into pieces of this many bytes, each fetched with
-    /// `ERET` by whichever channel is free, so a big file does not end the transfer crawling
-    /// on one channel (None: files move whole). Downloads over TCP without `resume` only;
-    /// other transfers ignore it.
-    pub piece: Option<u64>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            parallelism: 4,
-            concurrency: 2,
-            pipeline: 8,
-            tcp_buffer: None,
-            block: haul_transport::DEFAULT_BLOCK,
-            checksum: None,
-            verify: true,
-            resume: false,
-            sample_interval: Duration::from_secs(1),
-            tls: None,
-            pasv: PasvAddress::ControlPeer,
-            data_timeout: crate::session::DEFAULT_DATA_TIMEOUT,
-            len: None,
-            max_rate: None,
-            transport: Transport::Tcp,
-            plut_rate: None,
-            clustering: None,
-            piece: None,
-        }
-    }
-}
-
-/// Which way the bytes go.
-#[derive(Debug, Clone)]
-pub enum Route {
-    /// Server to local disk.
-    Download(RemoteUrl),
-    /// Local disk to server.
-    Upload(RemoteUrl),
-    /// Server to server; this client only drives the two control channels.
-    ThirdParty(RemoteUrl, RemoteUrl),
-}
-
-/// Throughput over one interval of a transfer, as the engine measures it (the history stores
-/// the same three numbers).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Sample {
-    /// End of the interval, seconds since the transfer started.
-    pub t_s: f64,
-    /// Bytes moved in the interval.
-    pub bytes: u64,
-    /// Throughput over the interval, bits per second.
-    pub bps: f64,
-}
-
-/// What a finished transfer reports.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Summary {
-    /// Files moved.
-    pub files: u64,
-    /// Payload bytes moved (including re-transfers).
-    pub bytes: u64,
-    /// Wall-clock seconds.
-    pub duration_s: f64,
-    /// Files whose checksums matched end to end.
-    pub verified: u64,
-    /// Files re-sent after a checksum mismatch.
-    pub retransferred: u64,
-    /// Checksum algorithm used, if any.
-    pub checksum: Option<String>,
-    /// Throughput samples.
-    pub samples: Vec<Sample>,
-    /// The file-size clusters, when clustering was on.
-    pub clusters: Vec<ClusterInfo>,
-    /// Pieces of split files that landed (0: every file moved whole).
-    pub pieces: u64,
-}
+pub(crate) use ctx::Ctx;
+pub use options::{Options, Route, Sample, Summary, Transport};
 
 /// Files in flight by id: live counters and, for downloads, the ranges journal.
 type Inflight = HashMap<u64, (Arc<Progress>, Option<PathBuf>)>;
 
+/// What the engine's thread, its sessions and the [`Transfer`] handle share.
 struct Shared {
     route: Route,
     opts: Options,
@@ -279,7 +157,7 @@ impl Transfer {
         });
         let (tx, rx) = mpsc::channel();
         let s = shared.clone();
-        let handle = std::thread::spawn(move || run(s, tx));
+        let handle = std::thread::spawn(move || run::run(s, tx));
         Transfer {
             shared,
             samples: rx,
@@ -354,132 +232,18 @@ impl Transfer {
     }
 }
 
-/// The piece size in effect: only downloads over TCP split files (a piece is an `ERET` into
-/// the local `.part` file), not with `resume` (a piece keeps no restart journal), and not for
-/// memory-to-memory runs.
+/// The piece size in effect: only MODE E downloads (TCP or UDT) split files (a piece is an
+/// `ERET` into the local `.part` file), not with `resume` (a piece keeps no restart journal), and
+/// not for memory-to-memory runs.
 fn piece_size(route: &Route, opts: &Options, jobs: &[Job]) -> Option<u64> {
     let mem = jobs
         .iter()
         .any(|j| j.src == crate::worker::DEV_ZERO || j.dst == crate::worker::DEV_NULL);
     let ok = matches!(route, Route::Download(_))
-        && opts.transport == Transport::Tcp
+        && opts.transport.net_stack().is_some()
         && !opts.resume
         && !mem;
     opts.piece.filter(|&n| ok && n > 0)
-}
-
-fn run(shared: Arc<Shared>, tx: mpsc::Sender<Sample>) -> Result<Summary, XferError> {
-    let start = Instant::now();
-    let mut slots: Vec<Option<JoinHandle<()>>> = Vec::new();
-    let mut samples = Vec::new();
-    let mut last_bytes = 0;
-    let mut last_t = start;
-    let mut next_sample = start + shared.opts.sample_interval;
-    loop {
-        let target = shared.concurrency.load(Ordering::Relaxed) as usize;
-        let pending = queued(&shared);
-        if slots.len() < target {
-            slots.resize_with(target, || None);
-        }
-        for (i, slot) in slots.iter_mut().enumerate() {
-            if slot.as_ref().is_some_and(|h| h.is_finished()) {
-                if let Some(Err(panic)) = slot.take().map(JoinHandle::join) {
-                    fail(
-                        &shared,
-                        XferError::Internal(format!(
-                            "session {i} panicked: {}",
-                            panic_message(&*panic)
-                        )),
-                    );
-                }
-            }
-            if slot.is_none() && i < target && pending && !shared.stop.load(Ordering::Relaxed) {
-                let s = shared.clone();
-                *slot = Some(std::thread::spawn(move || worker(s, i)));
-            }
-        }
-        shared.channels.store(
-            slots.iter().filter(|s| s.is_some()).count() as u32,
-            Ordering::Relaxed,
-        );
-        let now = Instant::now();
-        if now >= next_sample {
-            let b = total_bytes(&shared);
-            let dt = now.duration_since(last_t).as_secs_f64();
-            let s = Sample {
-                t_s: now.duration_since(start).as_secs_f64(),
-                bytes: b.saturating_sub(last_bytes),
-                bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt,
-            };
-            if tracing_sessions() {
-                trace_sessions(&shared, &slots, &s, target);
-            }
-            let _ = tx.send(s.clone());
-            samples.push(s);
-            last_bytes = b;
-            last_t = now;
-            next_sample += shared.opts.sample_interval;
-            save_journals(&shared);
-        }
-        // `pending` is read again: a session that gave files back (a checksum mismatch, or it
-        // left its batch early) may have ended after the first read, and its files would be lost.
-        let all_idle = slots.iter().all(Option::is_none);
-        let pending = pending || (all_idle && queued(&shared));
-        if all_idle && (!pending || shared.stop.load(Ordering::Relaxed)) {
-            break;
-        }
-        std::thread::sleep(
-            Duration::from_millis(5).min(next_sample.saturating_duration_since(Instant::now())),
-        );
-    }
-    let end = Instant::now();
-    let b = total_bytes(&shared);
-    if b > last_bytes {
-        let dt = end.duration_since(last_t).as_secs_f64().max(1e-6);
-        let s = Sample {
-            t_s: end.duration_since(start).as_secs_f64(),
-            bytes: b.saturating_sub(last_bytes),
-            bps: b.saturating_sub(last_bytes) as f64 * 8.0 / dt,
-        };
-        let _ = tx.send(s.clone());
-        samples.push(s);
-    }
-    save_journals(&shared);
-    let error = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    let ledger = shared.ledger.lock().unwrap_or_else(|p| p.into_inner());
-    match error {
-        // A failure of the engine itself says which files it cost; any other failure already
-        // names its file, host or cause.
-        Some(XferError::Internal(cause)) => return Err(ledger.not_moved(Some(cause))),
-        Some(e) => return Err(e),
-        None if !ledger.balances() => return Err(ledger.not_moved(None)),
-        None => {}
-    }
-    drop(ledger);
-    let clusters = shared
-        .queue
-        .lock()
-        .map(|q| q.clusters().to_vec())
-        .unwrap_or_default();
-    Ok(Summary {
-        clusters,
-        pieces: shared.pieces_landed.load(Ordering::Relaxed),
-        files: shared.files.load(Ordering::Relaxed),
-        bytes: b,
-        duration_s: end.duration_since(start).as_secs_f64(),
-        verified: shared.verified.load(Ordering::Relaxed),
-        retransferred: shared.retransferred.load(Ordering::Relaxed),
-        checksum: shared
-            .alg
-            .lock()
-            .ok()
-            .and_then(|a| a.map(|a| a.name().to_string())),
-        samples,
-    })
 }
 
 /// True while files wait in the queue. A poisoned queue (a session panicked while holding it)
@@ -555,188 +319,13 @@ fn save_journals(shared: &Shared) {
     }
 }
 
+/// Fails the transfer with `e`, unless it already failed, and tells every session to stop.
 fn fail(shared: &Shared, e: XferError) {
     tracing::warn!("transfer failed: {e}");
     if let Ok(mut slot) = shared.error.lock() {
         slot.get_or_insert(e);
     }
     shared.stop.store(true, Ordering::Relaxed);
-}
-
-/// Takes the next batch for worker `idx`, or None when it should stop.
-fn take_batch(shared: &Shared, idx: usize) -> Option<Batch> {
-    let channels = shared.concurrency.load(Ordering::Relaxed);
-    if shared.stop.load(Ordering::Relaxed) || idx >= channels as usize {
-        return None;
-    }
-    let b = {
-        let mut q = shared.queue.lock().ok()?;
-        let b = q.take(idx, channels);
-        // Counted before the queue is unlocked: the cut-off rest could otherwise be taken and
-        // land before its file is known to be in pieces.
-        if let Some((dst, added)) = b.as_ref().and_then(|b| b.split.as_ref()) {
-            if let Ok(mut m) = shared.pieces.lock() {
-                *m.entry(dst.clone()).or_insert(0) += added;
-            }
-        }
-        b
-    };
-    if let (Some(b), true) = (&b, tracing_sessions()) {
-        let t = BatchTrace {
-            taken: Instant::now(),
-            files: b.jobs.len(),
-            bytes: b.jobs.iter().map(|(j, _)| j.size).sum(),
-            piece: b.jobs.iter().any(|(j, _)| j.piece.is_some()),
-        };
-        if let Ok(mut m) = shared.batches.lock() {
-            m.insert(idx, t);
-        }
-    }
-    b
-}
-
-fn worker(shared: Arc<Shared>, idx: usize) {
-    let r = match shared.route.clone() {
-        Route::Download(url) => crate::worker::download(&shared_view(&shared), &url, idx),
-        Route::Upload(url) => crate::worker::upload(&shared_view(&shared), &url, idx),
-        Route::ThirdParty(a, b) => crate::worker::third_party(&shared_view(&shared), &a, &b, idx),
-    };
-    if let Err(e) = r {
-        fail(&shared, e);
-    }
-}
-
-fn shared_view(s: &Arc<Shared>) -> Ctx<'_> {
-    Ctx {
-        s,
-        batch: Cell::new((s.opts.pipeline.max(1), 0)),
-    }
-}
-
-/// What a worker sees of the engine.
-pub(crate) struct Ctx<'a> {
-    s: &'a Arc<Shared>,
-    /// The current batch's pipelining depth and parallelism (0: the engine-wide setting).
-    batch: Cell<(usize, u32)>,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn opts(&self) -> &Options {
-        &self.s.opts
-    }
-    pub(crate) fn next_batch(&self, idx: usize) -> Option<Vec<(Job, u32)>> {
-        let b = take_batch(self.s, idx)?;
-        // A session dying with a batch in hand: the engine must name its files as not moved.
-        #[cfg(feature = "failpoints")]
-        fail::fail_point!("xfer::batch_taken");
-        self.batch.set((b.pipeline.max(1), b.parallelism));
-        Some(b.jobs)
-    }
-    /// Streams per file for the current batch: the cluster's, unless set live.
-    pub(crate) fn parallelism(&self) -> u32 {
-        match self.batch.get().1 {
-            p if p > 0 && !self.s.parallelism_set.load(Ordering::Relaxed) => p,
-            _ => self.s.parallelism.load(Ordering::Relaxed),
-        }
-    }
-    /// Commands in flight per control session for the current batch.
-    pub(crate) fn pipeline(&self) -> usize {
-        self.batch.get().0
-    }
-    /// The file at `dst` arrived (and matched its source's checksum, if `verified`).
-    pub(crate) fn file_done(&self, dst: &str, verified: bool) {
-        if !self
-            .s
-            .ledger
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .arrived(dst)
-        {
-            fail(
-                self.s,
-                XferError::Internal(format!(
-                    "{dst} arrived but was not planned, or arrived twice"
-                )),
-            );
-        }
-        self.s.files.fetch_add(1, Ordering::Relaxed);
-        if verified {
-            self.s.verified.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    pub(crate) fn set_alg(&self, a: Option<Algorithm>) {
-        if let Ok(mut x) = self.s.alg.lock() {
-            *x = a;
-        }
-    }
-    /// True when the session in slot `idx` is above the concurrency now asked for, so it should
-    /// leave after the file it is moving instead of finishing its batch.
-    pub(crate) fn leaving(&self, idx: usize) -> bool {
-        idx >= self.s.concurrency.load(Ordering::Relaxed) as usize
-    }
-    /// Returns files a leaving session took but did not move, to the front of their lanes, in
-    /// order.
-    pub(crate) fn give_back(&self, jobs: Vec<(Job, u32)>) {
-        if let Ok(mut q) = self.s.queue.lock() {
-            for (job, tries) in jobs.into_iter().rev() {
-                q.push_front(job, tries);
-            }
-        }
-    }
-    /// Puts a file back after a checksum mismatch; a second mismatch is an error.
-    pub(crate) fn mismatch(&self, job: Job, tries: u32, e: XferError) -> Result<(), XferError> {
-        if tries >= 1 {
-            return Err(e);
-        }
-        tracing::warn!("{e}; transferring it again");
-        self.s.retransferred.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut q) = self.s.queue.lock() {
-            q.push_back(job, tries + 1);
-        }
-        Ok(())
-    }
-    /// Marks one piece of the file at `dst` landed; true when it was the file's last.
-    pub(crate) fn piece_done(&self, dst: &str) -> bool {
-        self.s.pieces_landed.fetch_add(1, Ordering::Relaxed);
-        let Ok(mut m) = self.s.pieces.lock() else {
-            return false;
-        };
-        match m.get_mut(dst) {
-            Some(left) if *left > 1 => {
-                *left -= 1;
-                false
-            }
-            Some(_) => {
-                m.remove(dst);
-                true
-            }
-            None => false,
-        }
-    }
-    /// Registers a file in flight; its bytes count live in samples.
-    pub(crate) fn track(&self, journal: Option<PathBuf>) -> (u64, Arc<Progress>) {
-        let id = self.s.next_id.fetch_add(1, Ordering::Relaxed);
-        let p = Arc::new(Progress::default());
-        if let Ok(mut m) = self.s.inflight.lock() {
-            m.insert(id, (p.clone(), journal));
-        }
-        (id, p)
-    }
-    /// Ends a file in flight of `len` bytes, saving its journal one last time unless every
-    /// range arrived (the common case, where a journal would only be written to be deleted) or
-    /// none did (a file a leaving session gave back, or one queued behind a failure: a journal
-    /// saying "nothing held" restores nothing).
-    pub(crate) fn untrack(&self, id: u64, len: u64) {
-        if let Ok(mut m) = self.s.inflight.lock() {
-            if let Some((p, journal)) = m.remove(&id) {
-                self.s.bytes.fetch_add(p.bytes(), Ordering::Relaxed);
-                let ranges = p.ranges();
-                if let Some(path) = journal.filter(|_| !ranges.is_empty() && !ranges.covers(len)) {
-                    let _ = crate::resume::save(&path, &ranges);
-                }
-            }
-        }
-    }
 }
 
 /// Picks the verification algorithm for a peer.

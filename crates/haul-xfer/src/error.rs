@@ -62,6 +62,16 @@ pub enum XferError {
         /// What was received.
         reply: String,
     },
+    /// The server does not offer something the transfer needs.
+    #[error("{host} does not offer {what}: {reply}")]
+    Unsupported {
+        /// The server.
+        host: String,
+        /// What was asked for.
+        what: String,
+        /// The server's refusal.
+        reply: String,
+    },
     /// TLS set-up failed.
     #[error("TLS with {host} failed: {reason}")]
     Tls {

@@ -132,5 +132,37 @@ fn a_tune_result_sets_the_streams_block_and_buffer_of_a_copy() {
         &hist,
     );
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("only from a TCP profile"));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("measured udp") && err.contains("only from"),
+        "{err}"
+    );
+
+    // A UDT profile sets up `--transport udt`, and only that.
+    let mut udt = result.clone();
+    udt["best_params"]["transport"] = "udt".into();
+    let udt_json = dir.path().join("udt.json");
+    fs::write(&udt_json, udt.to_string()).unwrap();
+    let out = cp(
+        &[
+            "--profile",
+            udt_json.to_str().unwrap(),
+            &url,
+            dst.to_str().unwrap(),
+        ],
+        &hist,
+    );
+    assert!(!out.status.success(), "a UDT profile for a TCP copy");
+    if haul_transport::udt::AVAILABLE {
+        let args = [
+            "--json",
+            "--transport",
+            "udt",
+            "--profile",
+            udt_json.to_str().unwrap(),
+        ];
+        let j = cp_json(&[&args[..], &[&url, dst.to_str().unwrap()]].concat(), &hist);
+        assert_eq!(j["transport"], "udt");
+        assert_eq!(j["block"], result["best_params"]["block"]);
+    }
 }

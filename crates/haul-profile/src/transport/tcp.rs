@@ -1,5 +1,6 @@
-//! TCP data channels: socket buffers (`-w`), congestion control (TCP_CONGESTION), MSS
-//! (TCP_MAXSEG), pacing (SO_MAX_PACING_RATE), and RTT / retransmissions from TCP_INFO.
+//! TCP data channels: socket buffers (`-w`), and congestion control, MSS and pacing through
+//! `haul_transport::socket::TcpOptions` (the options every TCP data socket of haul takes); RTT
+//! and retransmissions from TCP_INFO.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -16,29 +17,6 @@ use crate::{ProfileError, Result};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tcp;
 
-fn setsockopt_raw(
-    s: &Socket,
-    level: libc::c_int,
-    name: libc::c_int,
-    val: &[u8],
-) -> std::io::Result<()> {
-    // SAFETY: `val` is a valid buffer of the given length for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            val.as_ptr().cast(),
-            val.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 fn configure(s: &Socket, p: &ProfileParams) -> Result<()> {
     if let Some(b) = p.buffer {
         let b = usize::try_from(b).map_err(|_| ProfileError::param("-w", "buffer too large"))?;
@@ -47,24 +25,14 @@ fn configure(s: &Socket, p: &ProfileParams) -> Result<()> {
         s.set_recv_buffer_size(b)
             .map_err(|e| io_err("SO_RCVBUF", b, e))?;
     }
-    if let Some(cc) = &p.tcp.congestion {
-        setsockopt_raw(s, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes()).map_err(|e| {
-            ProfileError::param(
-                "--congestion",
-                format!("{cc}: {e} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
-            )
-        })?;
-    }
-    if let Some(mss) = p.tcp.mss {
-        s.set_mss(mss)
-            .map_err(|e| ProfileError::param("--mss", format!("{mss}: {e}")))?;
-    }
-    if let Some(rate) = p.tcp.pacing {
-        let v = u32::try_from(rate).unwrap_or(u32::MAX).to_ne_bytes();
-        setsockopt_raw(s, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v)
-            .map_err(|e| ProfileError::param("--pacing", format!("{rate} B/s: {e}")))?;
-    }
-    Ok(())
+    p.tcp.apply(s).map_err(|e| {
+        let flag = match e.option {
+            "TCP_CONGESTION" => "--congestion",
+            "TCP_MAXSEG" => "--mss",
+            _ => "--pacing",
+        };
+        ProfileError::param(flag, e.to_string())
+    })
 }
 
 fn new_socket(addr: &SocketAddr, p: &ProfileParams) -> Result<Socket> {

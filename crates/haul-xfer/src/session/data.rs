@@ -2,14 +2,15 @@
 //! connection's peer (unless PASV addresses are trusted); on a download's listener, only
 //! connections from that peer.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use haul_proto::{hostport, Command};
 use haul_transport::mode_e::{Acceptor, Progress};
+use haul_transport::net::{DataListener, RawConn};
 use haul_transport::token::DataToken;
-use haul_transport::{socket, Conn};
+use haul_transport::Conn;
 
 use super::Session;
 use crate::error::XferError;
@@ -33,7 +34,7 @@ pub enum PasvAddress {
 /// ignored, and the wait goes on for the server's own connection. The wait has a deadline: when
 /// neither a connection nor a byte has arrived for `timeout`, the receive fails.
 pub(super) struct ListenAcceptor<'a> {
-    listener: &'a TcpListener,
+    listener: &'a DataListener,
     tls: Option<(&'a ClientTls, &'a str)>,
     peer: IpAddr,
     /// The session's data-connection token, which the server's connections must carry first.
@@ -47,7 +48,7 @@ pub(super) struct ListenAcceptor<'a> {
 impl<'a> ListenAcceptor<'a> {
     /// Accepts from `peer` on `listener` for a receive counting its bytes in `progress`.
     pub(super) fn new(
-        listener: &'a TcpListener,
+        listener: &'a DataListener,
         tls: Option<(&'a ClientTls, &'a str)>,
         peer: IpAddr,
         token: Option<DataToken>,
@@ -115,16 +116,17 @@ pub(super) fn present(conn: &mut Conn, token: Option<DataToken>) -> std::io::Res
     token.map_or(Ok(()), |t| t.present(conn))
 }
 
-/// Sets a data connection's read deadline and wraps it in TLS when the session has it.
+/// Sets a data connection's read and write deadlines (a peer silent for that long fails the
+/// transfer) and wraps it in TLS when the session has it.
 pub(super) fn prepare(
-    tcp: std::net::TcpStream,
+    raw: RawConn,
     tls: Option<(&ClientTls, &str)>,
     timeout: Duration,
 ) -> std::io::Result<Conn> {
-    tcp.set_read_timeout(Some(timeout))?;
+    raw.set_timeouts(Some(timeout), Some(timeout))?;
     match tls {
-        Some((t, host)) => t.wrap_data(tcp, host),
-        None => Ok(Box::new(tcp)),
+        Some((t, host)) => t.wrap_data(raw.into_tcp()?, host),
+        None => Ok(raw.into_conn()),
     }
 }
 
@@ -132,10 +134,10 @@ impl Acceptor for ListenAcceptor<'_> {
     fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
         let deadline = Instant::now() + wait;
         loop {
-            match socket::accept_timeout(
-                self.listener,
-                deadline.saturating_duration_since(Instant::now()),
-            ) {
+            match self
+                .listener
+                .accept_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
                 Ok((c, from)) if from.ip() == self.peer => {
                     self.check_stall(true)?;
                     let mut conn = prepare(c, self.tls, self.timeout)?;

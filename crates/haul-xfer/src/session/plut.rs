@@ -10,7 +10,8 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use haul_proto::{hostport, Command};
 use haul_transport::plut::{self, params, Tuning};
 
-use super::{cksm_of, retr_of, GetItem, ItemResult, PutItem, Session};
+use super::get::retr_of;
+use super::{cksm_of, GetItem, ItemResult, PutItem, Session};
 use crate::error::XferError;
 
 /// File data each PLUT end buffers, bytes.

@@ -115,3 +115,45 @@ pub fn cp_within(args: &[&str], history: &Path, limit: std::time::Duration) -> O
     assert!(!late, "haul cp {args:?} still running after {limit:?}");
     out
 }
+
+/// A raw control connection to a server, for tests that speak the protocol themselves.
+pub struct RawControl {
+    s: std::net::TcpStream,
+    p: haul_proto::ReplyParser,
+}
+
+impl RawControl {
+    /// Connects and reads the greeting.
+    pub fn connect(addr: &str) -> RawControl {
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut c = RawControl {
+            s,
+            p: haul_proto::ReplyParser::new(),
+        };
+        c.reply();
+        c
+    }
+
+    /// The next reply, as `CODE text`.
+    pub fn reply(&mut self) -> String {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(r) = self.p.next_reply().unwrap() {
+                return format!("{} {}", r.code, r.text());
+            }
+            let n = self.s.read(&mut buf).unwrap();
+            assert!(n > 0, "server closed the control connection");
+            self.p.extend(&buf[..n]);
+        }
+    }
+
+    /// Sends one command line and returns its reply.
+    pub fn cmd(&mut self, line: &str) -> String {
+        use std::io::Write;
+        self.s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+        self.reply()
+    }
+}

@@ -1,4 +1,5 @@
-// A tiny extern "C" API over UDT4 (udt.h from Debian's libudt-dev) for haul-profile.
+// A tiny extern "C" API over UDT4 (udt.h from Debian's libudt-dev) for haul-transport's `udt`
+// module (used by haul cp / haul serve data channels and by haul profile).
 // Every function returns a negative value on failure; hu_last_error() describes it.
 #include <udt.h>
 #include <arpa/inet.h>
@@ -18,7 +19,9 @@ const char* hu_last_error(void) { return UDT::getlasterror_desc(); }
 int hu_socket(int af) { return UDT::socket(af, SOCK_STREAM, 0); }
 
 // Option codes as seen from Rust: 0 UDT_MSS, 1 UDT_SNDBUF, 2 UDT_RCVBUF, 3 UDP_SNDBUF,
-// 4 UDP_RCVBUF, 5 UDT_MAXBW (bytes/s, int64), 6 UDT_RCVTIMEO (ms), 7 UDT_SNDTIMEO (ms).
+// 4 UDP_RCVBUF, 5 UDT_MAXBW (bytes/s, int64), 6 UDT_RCVTIMEO (ms), 7 UDT_SNDTIMEO (ms),
+// 8 UDT_RCVSYN (0 = non-blocking accept / recv), 9 UDT_LINGER (seconds; 0 = close at once,
+// dropping unsent data).
 int hu_setopt(int s, int which, int64_t value) {
     int v = (int)value;
     switch (which) {
@@ -30,6 +33,13 @@ int hu_setopt(int s, int which, int64_t value) {
     case 5: { int64_t bw = value; return UDT::setsockopt(s, 0, UDT_MAXBW, &bw, sizeof bw); }
     case 6: return UDT::setsockopt(s, 0, UDT_RCVTIMEO, &v, sizeof v);
     case 7: return UDT::setsockopt(s, 0, UDT_SNDTIMEO, &v, sizeof v);
+    case 8: { bool b = v != 0; return UDT::setsockopt(s, 0, UDT_RCVSYN, &b, sizeof b); }
+    case 9: {
+        struct linger l;
+        l.l_onoff = v > 0;
+        l.l_linger = v > 0 ? v : 0;
+        return UDT::setsockopt(s, 0, UDT_LINGER, &l, sizeof l);
+    }
     default: return -1;
     }
 }
@@ -52,11 +62,11 @@ int hu_port(int s) {
 // Listens with the given backlog.
 int hu_listen(int s, int backlog) { return UDT::listen(s, backlog); }
 
-// Accepts one connection (blocking); returns the new socket.
-int hu_accept(int s) {
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    return UDT::accept(s, (struct sockaddr*)&ss, &len);
+// Accepts one connection; returns the new socket and writes the peer's sockaddr into `peer`
+// (`*len` bytes available; set to the bytes written). With UDT_RCVSYN off it fails at once
+// (code 6002) when no connection is waiting.
+int hu_accept(int s, void* peer, int* len) {
+    return UDT::accept(s, (struct sockaddr*)peer, len);
 }
 
 // Connects to a sockaddr given as raw bytes.

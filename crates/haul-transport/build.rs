@@ -1,5 +1,6 @@
 //! Builds the C++ shim over the reference UDT4 library (Debian's `libudt-dev`) when its header
-//! is installed; otherwise the crate is built without UDT and `--transport udt` is a runtime error.
+//! is installed; otherwise the crate is built without UDT, and every UDT call (`haul cp
+//! --transport udt`, `haul profile --transport udt`) fails with an error that says so.
 
 use std::path::Path;
 
@@ -17,7 +18,7 @@ fn main() {
         .unwrap_or(Path::new("/"));
     println!("cargo:rerun-if-changed={}", watched.display());
     if !header.exists() {
-        println!("cargo:warning=udt.h not found in {include}: building haul-profile without UDT (install libudt-dev for `--transport udt`)");
+        println!("cargo:warning=udt.h not found in {include}: building haul without UDT (install libudt-dev for `--transport udt`)");
         return;
     }
     cc::Build::new()

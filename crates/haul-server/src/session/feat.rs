@@ -1,0 +1,139 @@
+//! Commands about the server itself and the session's options: FEAT, HELP, SITE, OPTS, SYST,
+//! NOOP, ACCT, REIN, and the verbs the parser does not know, among them haul's PLUT and DTOK.
+
+use std::io;
+
+use haul_proto::command::RetrOptions;
+use haul_proto::{Command, Reply};
+use haul_transport::checksum::Algorithm;
+
+use super::Session;
+
+impl Session<'_> {
+    /// Answers a command about the server or the session's options (see the module doc).
+    pub(super) fn feature_command(&mut self, cmd: Command) -> io::Result<()> {
+        match cmd {
+            Command::Feat => self.cmd_feat(),
+            Command::Syst => self.ctl.reply(215, "UNIX Type: L8"),
+            Command::Noop => self.ctl.reply(200, "NOOP command successful."),
+            Command::Help(_) => self.help(214),
+            Command::Opts { command, options } => self.cmd_opts(&command, &options),
+            Command::Site(text) => self.cmd_site(&text),
+            Command::Acct(_) => self.ctl.reply(202, "ACCT not needed."),
+            Command::Rein => self
+                .ctl
+                .reply(502, "REIN not implemented; reconnect instead."),
+            Command::Unknown { verb, arg } if verb == "PLUT" => self.cmd_plut(&arg),
+            Command::Unknown { verb, .. } if verb == "DTOK" => self.cmd_dtok(),
+            Command::Unknown { verb, .. } => {
+                self.ctl.reply(500, format!("Unknown command {verb}."))
+            }
+            _ => unreachable!("dispatch routes only FEAT, OPTS, SITE and the like here"),
+        }
+    }
+
+    fn cmd_feat(&mut self) -> io::Result<()> {
+        let algs: String = Algorithm::ALL
+            .iter()
+            .map(|a| format!("{};", a.name()))
+            .collect();
+        let mut lines = vec!["Extensions supported".to_string()];
+        let mut feats = vec![
+            "UTF8".to_string(),
+            "PARALLEL".to_string(),
+            "ERET".to_string(),
+            "ESTO".to_string(),
+            "SPAS".to_string(),
+            "SPOR".to_string(),
+            "SBUF".to_string(),
+            "DCAU".to_string(),
+            "SIZE".to_string(),
+            "MDTM".to_string(),
+            "REST STREAM".to_string(),
+            "MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;UNIX.uid*;UNIX.gid*;".to_string(),
+            "MLSD".to_string(),
+            format!("CKSM {algs}"),
+            "HAUL 1".to_string(),
+            "PLUT 1".to_string(),
+            "DTOK".to_string(),
+        ];
+        if self.shared.tls.is_some() {
+            feats.extend([
+                "AUTH TLS".to_string(),
+                "PBSZ".to_string(),
+                "PROT".to_string(),
+            ]);
+        }
+        lines.extend(feats.into_iter().map(|f| format!(" {f}")));
+        lines.push("End.".to_string());
+        self.ctl.send(&Reply::multi(211, lines))
+    }
+
+    /// `DTOK`: from now on every data connection of this session carries this token first
+    /// (haul extension, docs/protocol.md). Cached connections predate it and are dropped.
+    fn cmd_dtok(&mut self) -> io::Result<()> {
+        let t = match self.data_token {
+            Some(t) => t,
+            None => match haul_transport::token::DataToken::random() {
+                Ok(t) => t,
+                Err(e) => return self.ctl.reply(451, format!("DTOK: no random bytes: {e}")),
+            },
+        };
+        self.data.drop_cached();
+        self.data_token = Some(t);
+        self.ctl.reply(200, format!("DTOK {}", t.to_hex()))
+    }
+
+    fn help(&mut self, code: u16) -> io::Result<()> {
+        let lines = vec![
+            "The following commands are recognized:".to_string(),
+            "    ABOR    ALLO    APPE    AUTH    CDUP    CKSM    CWD     DCAU".to_string(),
+            "    DELE    EPRT    EPSV    ERET    ESTO    FEAT    HELP    LIST".to_string(),
+            "    MDTM    MKD     MLSD    MLST    MODE    NLST    NOOP    OPTS".to_string(),
+            "    PASS    PASV    PBSZ    PORT    PROT    PWD     QUIT    REST".to_string(),
+            "    RETR    RMD     RNFR    RNTO    SBUF    SITE    SIZE    SPAS".to_string(),
+            "    SPOR    STAT    STOR    STRU    SYST    TYPE    USER".to_string(),
+            "End".to_string(),
+        ];
+        self.ctl.send(&Reply::multi(code, lines))
+    }
+
+    fn cmd_site(&mut self, text: &str) -> io::Result<()> {
+        let (sub, rest) = text.split_once(' ').unwrap_or((text, ""));
+        match sub.to_ascii_uppercase().as_str() {
+            "HELP" => self.help(214),
+            "CLIENTINFO" => self.ctl.reply(250, "OK."),
+            "SETNETSTACK" => self.cmd_setnetstack(rest.trim()),
+            _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
+        }
+    }
+
+    fn cmd_opts(&mut self, command: &str, options: &str) -> io::Result<()> {
+        match command {
+            "RETR" => match RetrOptions::parse(options) {
+                Ok(o) => {
+                    let max = self.shared.cfg.max_parallelism;
+                    match o.parallelism {
+                        Some(p) if p as usize > max => {
+                            return self.ctl.reply(
+                                501,
+                                format!(
+                                    "Parallelism={p} is over this server's limit of {max} streams."
+                                ),
+                            )
+                        }
+                        Some(p) => self.data.parallelism = p as usize,
+                        None => {}
+                    }
+                    self.ctl.reply(200, "OPTS Command Successful.")
+                }
+                Err(e) => self.ctl.reply(501, format!("{e}.")),
+            },
+            "UTF8" => self.ctl.reply(200, "UTF8 mode is always on."),
+            "HAUL" => self.plut_opts(options),
+            _ => self
+                .ctl
+                .reply(501, format!("OPTS {command} not understood.")),
+        }
+    }
+}

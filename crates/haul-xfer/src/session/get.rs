@@ -1,0 +1,277 @@
+//! Pipelined MODE E downloads: we listen and send `PORT`, then keep up to a window of
+//! `REST`/`RETR` (or `ERET`)/`CKSM` commands in flight, receiving each file while the server
+//! sends it and hashing our copy on the way in or while the server hashes its own.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use haul_proto::command::Restart;
+use haul_proto::Command;
+use haul_transport::io::Sink;
+use haul_transport::mode_e;
+use haul_transport::net::DataListener;
+
+use super::data::ListenAcceptor;
+use super::{cksm_of, DataParams, DataState, GetItem, ItemResult, Session};
+use crate::checksum::{Algorithm, HashingSink};
+use crate::error::XferError;
+
+/// Files larger than this are hashed while they arrive.
+const FOLLOW_MIN: u64 = 8 << 20;
+
+/// Our digest of a downloaded file, computed on another thread (which may have panicked).
+type LocalDigest = std::thread::Result<Result<String, XferError>>;
+
+/// The command that fetches `it`: `ERET P` for a partial read, else `RETR`.
+pub(super) fn retr_of(it: &GetItem<'_>) -> Command {
+    match it.eret {
+        Some((offset, length)) => Command::Eret {
+            offset,
+            length,
+            path: it.path.clone(),
+        },
+        None => Command::Retr(it.path.clone()),
+    }
+}
+
+impl Session {
+    /// Ensures the session is set up to download with `p` streams.
+    fn ready_download(&mut self, p: &DataParams) -> Result<(), XferError> {
+        self.set_mode_e()?;
+        if let DataState::Download { parallelism, .. } = &self.data {
+            if *parallelism == p.parallelism {
+                return Ok(());
+            }
+        }
+        self.data_token()?;
+        self.ctl.ok(&Command::Opts {
+            command: "RETR".into(),
+            options: format!("Parallelism={0},{0},{0};", p.parallelism),
+        })?;
+        if let Some(b) = p.tcp_buffer {
+            self.ctl.ok(&Command::Sbuf(b as u64))?;
+        }
+        let local = SocketAddr::new(self.ctl.local.ip(), 0);
+        let listener = DataListener::bind(self.stack, local, p.tcp_buffer)
+            .map_err(|e| XferError::io("data listener", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| XferError::io("data listener", e))?;
+        let cmd = if addr.is_ipv4() {
+            Command::Port(addr)
+        } else {
+            Command::Eprt(addr)
+        };
+        self.ctl.ok(&cmd)?;
+        self.data = DataState::Download {
+            listener,
+            parallelism: p.parallelism,
+            cached: Vec::new(),
+        };
+        Ok(())
+    }
+
+    /// Downloads `items` in order with up to `depth` commands in flight (pipelining).
+    ///
+    /// `leave` is asked after each item: when it says yes and items remain, the results so far
+    /// are returned (fewer than `items`) and the rest were not received. The commands already
+    /// sent for them are still pending at the server, so the session is then spent: close it
+    /// (drop it; [`Session::quit`] does only that) and give the rest to another session. This is
+    /// how a lowered concurrency takes effect after a session's current file rather than after
+    /// its whole batch.
+    pub fn get_many(
+        &mut self,
+        items: &[GetItem<'_>],
+        p: &DataParams,
+        depth: usize,
+        leave: &dyn Fn() -> bool,
+    ) -> Result<Vec<ItemResult>, XferError> {
+        self.usable()?;
+        self.ready_download(p)?;
+        let depth = depth.max(1);
+        let mut results = Vec::with_capacity(items.len());
+        let mut sent = 0;
+        for (i, item) in items.iter().enumerate() {
+            while sent < items.len() && sent < i + depth {
+                self.send_get(&items[sent])?;
+                sent += 1;
+            }
+            results.push(self.finish_get(item)?);
+            if results.len() < items.len() && leave() {
+                self.abandoned = true;
+                break;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Sends the commands for one file: `REST` with the ranges held, `RETR` or `ERET`, and
+    /// `CKSM` when its checksum is wanted.
+    fn send_get(&mut self, it: &GetItem<'_>) -> Result<(), XferError> {
+        if let Some(h) = &it.have {
+            self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
+        }
+        self.ctl.send(&retr_of(it))?;
+        if let Some((alg, _)) = it.cksm {
+            self.ctl.send(&cksm_of(alg, &it.path))?;
+        }
+        Ok(())
+    }
+
+    /// Reads the replies to one file's commands and receives the file, checking that all of it
+    /// arrived and, when asked, getting both checksums.
+    fn finish_get(&mut self, item: &GetItem<'_>) -> Result<ItemResult, XferError> {
+        if let Some(h) = &item.have {
+            self.rest_reply(h)?;
+        }
+        let retr = retr_of(item);
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_preliminary() {
+            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+        }
+        let ready = self.receive_hashing(item)?;
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_success() {
+            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+        }
+        self.check_complete(item)?;
+        let mut res = ItemResult::default();
+        if let Some((alg, local)) = item.cksm {
+            let (server, mine) = self.cksm_pair(&item.path, alg, local, ready)?;
+            res.server_cksm = server;
+            res.local_cksm = Some(mine);
+        }
+        Ok(res)
+    }
+
+    /// Receives one file, hashing it on the way in when its checksum is wanted; returns our
+    /// digest if that already gave it.
+    ///
+    /// Small files: the bytes are hashed as they are written (one stream delivers them in
+    /// order), so the digest is ready with the last byte and the file is never read back. Large
+    /// files: our copy is hashed as its contiguous prefix grows, on another core.
+    fn receive_hashing(&mut self, item: &GetItem<'_>) -> Result<Option<LocalDigest>, XferError> {
+        let small = item.len.is_some_and(|l| l <= FOLLOW_MIN);
+        let inline = item
+            .cksm
+            .filter(|_| small && item.have.is_none())
+            .map(|(alg, local)| HashingSink::new(item.sink, alg, local));
+        let follow = item.cksm.filter(|_| !small);
+        let finished = AtomicBool::new(false);
+        let prefix = || {
+            item.progress
+                .ranges
+                .lock()
+                .ok()
+                .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
+                .unwrap_or(0)
+        };
+        let (prefix, finished) = (&prefix, &finished);
+        let sink: &dyn Sink = match &inline {
+            Some(h) => h,
+            None => item.sink,
+        };
+        let (got, followed) = std::thread::scope(|s| {
+            let follower = follow.map(|(alg, local)| {
+                s.spawn(move || crate::checksum::follow(local, alg, prefix, finished))
+            });
+            let got = self.receive_into(item, sink);
+            finished.store(true, Ordering::Release);
+            (got, follower.map(|h| h.join()))
+        });
+        got?;
+        let hashed = match (inline, item.len) {
+            (Some(h), Some(len)) => h
+                .finish(len)
+                .map_err(|e| XferError::io(&format!("hashing {}", item.path), e))?,
+            _ => None,
+        };
+        Ok(followed.or(hashed.map(|d| Ok(Ok(d)))))
+    }
+
+    /// Reads the reply to the queued `CKSM` of `path`, hashing our copy at `local` meanwhile
+    /// unless `ready` already holds its digest; returns the server's digest and ours.
+    fn cksm_pair(
+        &mut self,
+        path: &str,
+        alg: Algorithm,
+        local: &Path,
+        ready: Option<LocalDigest>,
+    ) -> Result<(Option<String>, String), XferError> {
+        let (reply, mine) = std::thread::scope(|s| {
+            let h = ready
+                .is_none()
+                .then(|| s.spawn(move || crate::checksum::checksum_path(local, alg)));
+            (self.cksm_reply(alg, path), h.map(|h| h.join()))
+        });
+        let server = reply?;
+        let joined = ready
+            .or(mine)
+            .ok_or_else(|| XferError::Usage("no local checksum was computed".into()))?;
+        let mine =
+            joined.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?;
+        Ok((server, mine))
+    }
+
+    /// Fails unless the ranges received plus those already held cover the whole of what was
+    /// asked for: MODE E ends when the announced EODs have arrived, which a server can announce
+    /// after sending only part of a file.
+    fn check_complete(&self, item: &GetItem<'_>) -> Result<(), XferError> {
+        let Some(len) = item.len else { return Ok(()) };
+        let mut held = item.progress.ranges();
+        if let Some(h) = &item.have {
+            held.union(h);
+        }
+        let missing = held.missing(len);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let missing = missing
+            .iter()
+            .map(|(a, b)| format!("{a}-{b}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        Err(XferError::Incomplete {
+            host: self.ctl.name.clone(),
+            path: item.path.clone(),
+            missing,
+            len,
+        })
+    }
+
+    /// Receives one file's MODE E data into `sink` over the cached data connections and any the
+    /// server opens, keeping the reusable ones for the next file.
+    fn receive_into(&mut self, item: &GetItem<'_>, sink: &dyn Sink) -> Result<(), XferError> {
+        let tls = self.tls.clone();
+        let host = self.url.host.clone();
+        let DataState::Download {
+            listener, cached, ..
+        } = &mut self.data
+        else {
+            return Err(XferError::Usage(
+                "session is not set up for downloads".into(),
+            ));
+        };
+        let tls = tls.as_ref().map(|t| (t, host.as_str()));
+        let acceptor = ListenAcceptor::new(
+            listener,
+            tls,
+            self.ctl.peer.ip(),
+            self.token,
+            item.progress,
+            self.data_timeout,
+        );
+        let got = mode_e::receive(
+            std::mem::take(cached),
+            Some(&acceptor),
+            sink,
+            item.progress,
+            item.len,
+            haul_transport::DEFAULT_BLOCK,
+        )
+        .map_err(|e| XferError::io(&format!("receiving {}", item.path), e))?;
+        *cached = got.reusable;
+        Ok(())
+    }
+}

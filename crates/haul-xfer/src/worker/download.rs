@@ -1,0 +1,256 @@
+//! Downloads: files from a server to local disk, whole or a piece at a time.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use haul_proto::RangeSet;
+use haul_transport::io::{Null, RateLimited, Sink};
+use haul_transport::mode_e::Progress;
+
+use super::{compare, open, params, session_alg, with_have, DEV_NULL, DEV_ZERO};
+use crate::checksum::{self, Algorithm};
+use crate::engine::{Ctx, Transport};
+use crate::error::XferError;
+use crate::plan::Job;
+use crate::resume;
+use crate::session::{GetItem, Session};
+use crate::url::RemoteUrl;
+
+/// One file of a download batch: its sink, progress and `.part` file.
+struct Incoming {
+    job: Job,
+    tries: u32,
+    id: u64,
+    progress: Arc<Progress>,
+    sink: Box<dyn Sink>,
+    part: Option<PathBuf>,
+    have: Option<RangeSet>,
+}
+
+/// Writes a piece's blocks, whose offsets count from the piece's start (as with any ERET), at
+/// their place in the file.
+struct Shifted {
+    inner: Box<dyn Sink>,
+    by: u64,
+}
+
+impl Sink for Shifted {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        let at = offset.checked_add(self.by).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "block offset overflows the file",
+            )
+        })?;
+        self.inner.write_at(buf, at)
+    }
+}
+
+fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
+    match ctx.opts().max_rate {
+        Some(r) => Box::new(RateLimited::new(file, r)),
+        None => Box::new(file),
+    }
+}
+
+/// Opens the shared `.part` file for one piece: never truncated (other pieces may have landed),
+/// but sized to the whole file, so a stale longer `.part` cannot survive; every byte of it is
+/// written by some piece and the whole file is verified after the last.
+fn open_piece(
+    ctx: &Ctx<'_>,
+    job: Job,
+    tries: u32,
+    whole: u64,
+    offset: u64,
+) -> Result<Incoming, XferError> {
+    let part = resume::part_path(std::path::Path::new(&job.dst));
+    resume::clear(&resume::ranges_path(&part));
+    let io = |e| XferError::io(&part.display().to_string(), e);
+    let file = resume::open_existing(&part, true).map_err(io)?;
+    file.set_len(whole).map_err(io)?;
+    let (id, progress) = ctx.track(None);
+    let sink = Box::new(Shifted {
+        inner: rate_limited(ctx, file),
+        by: offset,
+    });
+    Ok(Incoming {
+        job,
+        tries,
+        id,
+        progress,
+        sink,
+        part: Some(part),
+        have: None,
+    })
+}
+
+fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
+    if job.dst == DEV_NULL {
+        let (id, progress) = ctx.track(None);
+        return Ok(Incoming {
+            job,
+            tries,
+            id,
+            progress,
+            sink: Box::new(Null),
+            part: None,
+            have: None,
+        });
+    }
+    // The planner made the directories (missing parents only with --mkdir).
+    let dst = PathBuf::from(&job.dst);
+    if let Some(p) = job.piece {
+        return open_piece(ctx, job, tries, p.whole, p.offset);
+    }
+    let part = resume::part_path(&dst);
+    let journal = resume::ranges_path(&part);
+    let have = if ctx.opts().resume && resume::is_file(&part) {
+        resume::load(&journal)
+            .filter(|h| !h.is_empty() && h.ranges().last().is_some_and(|r| r.1 <= job.size))
+    } else {
+        resume::clear(&journal);
+        None
+    };
+    let file = match have {
+        Some(_) => resume::open_existing(&part, false),
+        None => resume::create_new(&part),
+    }
+    .map_err(|e| XferError::io(&part.display().to_string(), e))?;
+    let (id, progress) = ctx.track(Some(journal));
+    with_have(&progress, &have);
+    let sink = rate_limited(ctx, file);
+    Ok(Incoming {
+        job,
+        tries,
+        id,
+        progress,
+        sink,
+        part: Some(part),
+        have,
+    })
+}
+
+/// Moves files from a server to local disk.
+pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
+    let mut sess = open(ctx, url)?;
+    let alg = session_alg(ctx, &sess, &batch)?;
+    ctx.set_alg(alg);
+    loop {
+        let mut inc = Vec::with_capacity(batch.len());
+        for (job, tries) in batch {
+            inc.push(open_incoming(ctx, job, tries)?);
+        }
+        let items: Vec<GetItem<'_>> = inc
+            .iter()
+            .map(|i| {
+                let zero = i.job.src == DEV_ZERO;
+                GetItem {
+                    path: i.job.src.clone(),
+                    sink: i.sink.as_ref(),
+                    len: Some(i.job.size),
+                    have: i.have.clone(),
+                    eret: match i.job.piece {
+                        Some(p) => Some((p.offset, i.job.size)),
+                        None => zero.then_some((0, i.job.size)),
+                    },
+                    cksm: match (&i.part, alg) {
+                        (Some(part), Some(a)) if !zero && i.job.piece.is_none() => {
+                            Some((a, part.as_path()))
+                        }
+                        _ => None,
+                    },
+                    progress: &i.progress,
+                }
+            })
+            .collect();
+        // Above a lowered concurrency, leave after the current file: the rest of a batch of
+        // small files can take seconds on a new session's first batch, still in slow start, and
+        // the tuner waits for the level to take effect before it measures it.
+        let leave = || ctx.leaving(idx);
+        let got = match ctx.opts().transport {
+            Transport::Tcp | Transport::Udt => {
+                sess.get_many(&items, &params(ctx), ctx.pipeline(), &leave)
+            }
+            Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate),
+        };
+        drop(items);
+        for i in &inc {
+            ctx.untrack(i.id, i.job.size);
+        }
+        let results = got?;
+        let untaken = inc.split_off(results.len().min(inc.len()));
+        for (i, r) in inc.into_iter().zip(results) {
+            let Some(part) = i.part else {
+                ctx.file_done(&i.job.dst, false);
+                continue;
+            };
+            drop(i.sink);
+            if i.job.piece.is_some() {
+                if ctx.piece_done(&i.job.dst) {
+                    whole_piece_done(ctx, &mut sess, alg, &i.job.whole(), i.tries, &part)?;
+                }
+                continue;
+            }
+            let verified = match (alg, &r.server_cksm, &r.local_cksm) {
+                (Some(a), Some(remote), Some(local)) => {
+                    if !compare(ctx, &i.job, i.tries, a, remote, local)? {
+                        continue;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e))?;
+            resume::clear(&resume::ranges_path(&part));
+            ctx.file_done(&i.job.dst, verified);
+        }
+        if !untaken.is_empty() {
+            tracing::debug!(
+                "session {idx} leaves its batch with {} files unmoved",
+                untaken.len()
+            );
+            ctx.give_back(untaken.into_iter().map(|i| (i.job, i.tries)).collect());
+            break;
+        }
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    sess.quit();
+    Ok(())
+}
+
+/// The last piece of a split file landed: verify the whole file (the server hashes its copy
+/// while we hash ours) and move it into place, or put it back whole after a mismatch.
+fn whole_piece_done(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    alg: Option<Algorithm>,
+    job: &Job,
+    tries: u32,
+    part: &std::path::Path,
+) -> Result<(), XferError> {
+    let verified = match alg {
+        Some(a) => {
+            let (remote, local) = std::thread::scope(|s| {
+                let h = s.spawn(|| checksum::checksum_path(part, a));
+                (sess.cksm(a, &job.src), h.join())
+            });
+            let local = local
+                .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
+            if !compare(ctx, job, tries, a, &remote?, &local)? {
+                return Ok(());
+            }
+            true
+        }
+        None => false,
+    };
+    std::fs::rename(part, &job.dst).map_err(|e| XferError::io(&job.dst, e))?;
+    ctx.file_done(&job.dst, verified);
+    Ok(())
+}

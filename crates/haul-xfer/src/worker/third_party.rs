@@ -1,0 +1,180 @@
+//! Server-to-server transfers: this host drives both control channels; the data flows between
+//! the servers.
+
+use haul_proto::Command;
+use haul_transport::mode_e::Progress;
+
+use super::{compare, open, DEV_NULL, DEV_ZERO};
+use crate::checksum::Algorithm;
+use crate::engine::{Ctx, Transport};
+use crate::error::XferError;
+use crate::plan::Job;
+use crate::session::Session;
+use crate::url::RemoteUrl;
+
+/// Drives a server-to-server transfer: STORs to the destination (passive), RETRs to the source
+/// (active, it connects to the destination), pipelined like Globus does.
+pub(crate) fn third_party(
+    ctx: &Ctx<'_>,
+    a: &RemoteUrl,
+    b: &RemoteUrl,
+    idx: usize,
+) -> Result<(), XferError> {
+    if ctx.opts().transport == Transport::Plut {
+        return Err(XferError::Usage(
+            "PLUT is not available for server-to-server transfers; use --transport tcp".into(),
+        ));
+    }
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
+    let mut src = open(ctx, a)?;
+    let mut dst = open(ctx, b)?;
+    let alg = shared_alg(ctx, &src, &dst, &batch)?;
+    ctx.set_alg(alg);
+    let mut configured = 0;
+    loop {
+        let p = ctx.parallelism();
+        if configured != p {
+            connect(&mut src, &mut dst, p)?;
+            configured = p;
+        }
+        send_batch(&mut src, &mut dst, &batch)?;
+        for (job, tries) in batch {
+            let (id, progress) = ctx.track(None);
+            let r = third_party_one(&mut src, &mut dst, &job, &progress);
+            ctx.untrack(id, job.size);
+            r?;
+            let verified = match alg {
+                Some(x) => {
+                    let s = src.cksm(x, &job.src)?;
+                    let d = dst.cksm(x, &job.dst)?;
+                    if !compare(ctx, &job, tries, x, &s, &d)? {
+                        continue;
+                    }
+                    true
+                }
+                None => false,
+            };
+            ctx.file_done(&job.dst, verified);
+        }
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    src.quit();
+    dst.quit();
+    Ok(())
+}
+
+/// The checksum algorithm of a server-to-server session: none when verification is off or the
+/// first batch only reads `/dev/zero` or writes `/dev/null`, else the user's, else the first
+/// that both servers offer.
+fn shared_alg(
+    ctx: &Ctx<'_>,
+    src: &Session,
+    dst: &Session,
+    batch: &[(Job, u32)],
+) -> Result<Option<Algorithm>, XferError> {
+    let mem = batch
+        .iter()
+        .all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
+    if mem || !ctx.opts().verify {
+        return Ok(None);
+    }
+    if let Some(x) = ctx.opts().checksum {
+        return Ok(Some(x));
+    }
+    [
+        Algorithm::Xxh128,
+        Algorithm::Md5,
+        Algorithm::Adler32,
+        Algorithm::Crc32c,
+    ]
+    .into_iter()
+    .find(|x| src.ctl.features.has_cksm(x.name()) && dst.ctl.features.has_cksm(x.name()))
+    .map(Some)
+    .ok_or_else(|| {
+        XferError::Usage("the two servers share no checksum algorithm; pass --no-verify".into())
+    })
+}
+
+/// Puts both servers in MODE E with `p` streams per file, the source sending to the
+/// destination's passive port.
+fn connect(src: &mut Session, dst: &mut Session, p: u32) -> Result<(), XferError> {
+    dst.set_mode_e()?;
+    // The destination's control peer with its PASV port (unless PASV addresses are
+    // trusted): a destination cannot have the source connect to a third host.
+    let addr = dst.pasv()?;
+    src.set_mode_e()?;
+    src.ctl.ok(&Command::Opts {
+        command: "RETR".into(),
+        options: format!("Parallelism={p},{p},{p};"),
+    })?;
+    src.ctl.ok(&Command::Port(addr))?;
+    Ok(())
+}
+
+/// Sends a batch's commands without waiting for replies: every STOR (or ESTO) to the
+/// destination first, then every RETR (or ERET) to the source.
+fn send_batch(src: &mut Session, dst: &mut Session, batch: &[(Job, u32)]) -> Result<(), XferError> {
+    for (job, _) in batch {
+        if job.src == DEV_ZERO {
+            dst.ctl.send(&Command::Esto {
+                offset: 0,
+                path: job.dst.clone(),
+            })?;
+        } else {
+            dst.ctl.send(&Command::Stor(job.dst.clone()))?;
+        }
+    }
+    for (job, _) in batch {
+        if job.src == DEV_ZERO {
+            src.ctl.send(&Command::Eret {
+                offset: 0,
+                length: job.size,
+                path: job.src.clone(),
+            })?;
+        } else {
+            src.ctl.send(&Command::Retr(job.src.clone()))?;
+        }
+    }
+    Ok(())
+}
+
+fn third_party_one(
+    src: &mut Session,
+    dst: &mut Session,
+    job: &Job,
+    progress: &Progress,
+) -> Result<(), XferError> {
+    let stor = Command::Stor(job.dst.clone());
+    let retr = Command::Retr(job.src.clone());
+    let r = dst.ctl.final_reply(&mut |_| {})?;
+    if !r.is_preliminary() {
+        return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));
+    }
+    let r = src.ctl.final_reply(&mut |_| {})?;
+    if !r.is_preliminary() {
+        return Err(XferError::from_reply(&src.ctl.name, &retr, &r));
+    }
+    let r = src.ctl.final_reply(&mut |_| {})?;
+    if !r.is_success() {
+        return Err(XferError::from_reply(&src.ctl.name, &retr, &r));
+    }
+    let r = dst.ctl.final_reply(&mut |m| {
+        if let Some(pm) = haul_proto::PerfMarker::from_lines(&m.lines) {
+            progress
+                .bytes
+                .store(pm.stripe_bytes, std::sync::atomic::Ordering::Relaxed);
+        }
+    })?;
+    if !r.is_success() {
+        return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));
+    }
+    progress
+        .bytes
+        .store(job.size, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! Uploads: files from local disk to a server, hashed locally while they are sent.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use haul_proto::RangeSet;
+use haul_transport::io::{RateLimited, Source, Zero};
+use haul_transport::mode_e::Progress;
+
+use super::{compare, open, params, session_alg, with_have, DEV_NULL, DEV_ZERO};
+use crate::checksum::{self, Algorithm};
+use crate::engine::{Ctx, Transport};
+use crate::error::XferError;
+use crate::plan::Job;
+use crate::resume;
+use crate::session::{ItemResult, PutItem};
+use crate::url::RemoteUrl;
+
+/// One file of an upload batch: its source, progress and restart journal.
+struct Outgoing {
+    job: Job,
+    tries: u32,
+    id: u64,
+    progress: Arc<Progress>,
+    src: Box<dyn Source>,
+    journal: PathBuf,
+    have: Option<RangeSet>,
+}
+
+/// True if an upload of `job` is verified: it neither reads `/dev/zero` nor writes `/dev/null`.
+fn verifiable(job: &Job) -> bool {
+    job.src != DEV_ZERO && job.dst != DEV_NULL
+}
+
+/// Opens the source of one upload to `url` and, with `--resume`, loads its journal.
+fn open_outgoing(
+    ctx: &Ctx<'_>,
+    url: &RemoteUrl,
+    job: Job,
+    tries: u32,
+) -> Result<Outgoing, XferError> {
+    let mut src: Box<dyn Source> = if job.src == DEV_ZERO {
+        Box::new(Zero)
+    } else {
+        Box::new(File::open(&job.src).map_err(|e| XferError::io(&job.src, e))?)
+    };
+    if let Some(r) = ctx.opts().max_rate {
+        src = Box::new(RateLimited::new(src, r));
+    }
+    let journal = resume::upload_journal(&url.with_path(job.dst.clone()).to_string());
+    let have = if ctx.opts().resume {
+        resume::load(&journal).filter(|h| !h.is_empty())
+    } else {
+        None
+    };
+    let (id, progress) = ctx.track(Some(journal.clone()));
+    with_have(&progress, &have);
+    Ok(Outgoing {
+        job,
+        tries,
+        id,
+        progress,
+        src,
+        journal,
+        have,
+    })
+}
+
+/// Hashes `files` (index in the batch, local path) with `alg`: each digest by its index.
+fn hash_files(
+    files: &[(usize, PathBuf)],
+    alg: Option<Algorithm>,
+) -> Result<HashMap<usize, String>, XferError> {
+    let Some(a) = alg else {
+        return Ok(HashMap::new());
+    };
+    files
+        .iter()
+        .map(|(k, p)| checksum::checksum_path(p, a).map(|d| (*k, d)))
+        .collect()
+}
+
+/// Moves files from local disk to a server.
+pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), XferError> {
+    let Some(mut batch) = ctx.next_batch(idx) else {
+        return Ok(());
+    };
+    let mut sess = open(ctx, url)?;
+    let alg = session_alg(ctx, &sess, &batch)?;
+    ctx.set_alg(alg);
+    loop {
+        let out = batch
+            .into_iter()
+            .map(|(job, tries)| open_outgoing(ctx, url, job, tries))
+            .collect::<Result<Vec<_>, _>>()?;
+        let items: Vec<PutItem<'_>> = out
+            .iter()
+            .map(|o| PutItem {
+                path: o.job.dst.clone(),
+                src: o.src.as_ref(),
+                len: o.job.size,
+                have: o.have.clone(),
+                cksm: alg.filter(|_| verifiable(&o.job)),
+                progress: &o.progress,
+            })
+            .collect();
+        // Hash the sources on another core while they are sent.
+        let to_hash: Vec<(usize, PathBuf)> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| alg.is_some() && verifiable(&o.job))
+            .map(|(k, o)| (k, PathBuf::from(&o.job.src)))
+            .collect();
+        let (put, local) = std::thread::scope(|s| {
+            let h = s.spawn(|| hash_files(&to_hash, alg));
+            let put = match ctx.opts().transport {
+                Transport::Tcp | Transport::Udt => {
+                    sess.put_many(&items, &params(ctx), ctx.pipeline())
+                }
+                Transport::Plut => sess.put_plut(&items, ctx.opts().plut_rate),
+            };
+            (put, h.join())
+        });
+        drop(items);
+        let local = local
+            .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
+        for o in &out {
+            ctx.untrack(o.id, o.job.size);
+        }
+        uploads_done(ctx, alg, out, put?, &local)?;
+        match ctx.next_batch(idx) {
+            Some(b) => batch = b,
+            None => break,
+        }
+    }
+    sess.quit();
+    Ok(())
+}
+
+/// Compares each sent file's server checksum with ours (`local`, by index in the batch), clears
+/// its journal and reports it done, or reports the mismatch (see [`compare`]).
+fn uploads_done(
+    ctx: &Ctx<'_>,
+    alg: Option<Algorithm>,
+    out: Vec<Outgoing>,
+    results: Vec<ItemResult>,
+    local: &HashMap<usize, String>,
+) -> Result<(), XferError> {
+    for (k, (o, r)) in out.into_iter().zip(results).enumerate() {
+        let verified = match (alg, &r.server_cksm, local.get(&k)) {
+            (Some(a), Some(remote), Some(mine)) => {
+                if !compare(ctx, &o.job, o.tries, a, mine, remote)? {
+                    resume::clear(&o.journal);
+                    continue;
+                }
+                true
+            }
+            _ => false,
+        };
+        resume::clear(&o.journal);
+        ctx.file_done(&o.job.dst, verified);
+    }
+    Ok(())
+}

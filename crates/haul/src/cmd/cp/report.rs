@@ -1,0 +1,211 @@
+//! Reporting a `haul cp`: the summary on stdout (human or `--json`) and the record in the
+//! history store.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use haul_store::{Outcome, Params, Store, TransferRecord};
+use haul_xfer::autotune;
+use haul_xfer::{Endpoint, Options, Summary};
+
+use super::args::{transport_name, Args};
+use crate::cmd::{human_bytes, human_rate};
+
+/// Prints the summary of a finished transfer: JSON with `--json`, one line unless `--quiet`.
+pub(super) fn print(
+    args: &Args,
+    opts: &Options,
+    summary: &Summary,
+    tuning: &[autotune::TuneStep],
+) -> anyhow::Result<()> {
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_summary(args, opts, summary, tuning))?
+        );
+    } else if !args.quiet {
+        println!("{}", human_summary(args, summary));
+    }
+    Ok(())
+}
+
+/// The one-line summary: files, bytes, time, rate, how the files were checked and re-sends.
+fn human_summary(args: &Args, s: &Summary) -> String {
+    let verify = match (&s.checksum, args.no_verify) {
+        (Some(a), _) => format!("{} of {} verified ({a})", s.verified, s.files),
+        (None, true) => "NOT verified: --no-verify was given, nothing was checked".into(),
+        (None, false) => "nothing to verify (memory-to-memory)".into(),
+    };
+    format!(
+        "{} files, {} in {:.2} s, {}; {}{}",
+        s.files,
+        human_bytes(s.bytes),
+        s.duration_s,
+        human_rate(throughput_bps(s)),
+        verify,
+        if s.retransferred > 0 {
+            format!("; {} re-sent after checksum mismatch", s.retransferred)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The mean throughput of the transfer in bits per second (0 for an instant one).
+fn throughput_bps(s: &Summary) -> f64 {
+    if s.duration_s > 0.0 {
+        s.bytes as f64 * 8.0 / s.duration_s
+    } else {
+        0.0
+    }
+}
+
+/// Now, in seconds since the Unix epoch.
+pub(super) fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The host an end is recorded under in the history: `host:port`, or `local`.
+pub(super) fn host_of(e: &Endpoint) -> String {
+    match e {
+        Endpoint::Local(_) => "local".into(),
+        Endpoint::Remote(r) => r.host_port(),
+    }
+}
+
+/// How the files were checked, for `--json`: `checksum`, or why not.
+fn verification(args: &Args, s: &Summary) -> &'static str {
+    match (&s.checksum, args.no_verify) {
+        (Some(_), _) => "checksum",
+        (None, true) => "skipped: --no-verify, nothing was checked",
+        (None, false) => "not applicable: memory-to-memory",
+    }
+}
+
+/// The `--json` summary of a finished transfer.
+fn json_summary(
+    args: &Args,
+    opts: &Options,
+    s: &Summary,
+    tuning: &[autotune::TuneStep],
+) -> serde_json::Value {
+    serde_json::json!({
+        "source": args.src,
+        "destination": args.dst,
+        "outcome": "ok",
+        "files": s.files,
+        "bytes": s.bytes,
+        "duration_s": s.duration_s,
+        "throughput_bps": throughput_bps(s),
+        "verification": verification(args, s),
+        "verified_files": s.verified,
+        "unverified_files": s.files.saturating_sub(s.verified),
+        "retransferred_files": s.retransferred,
+        "checksum": s.checksum,
+        "parallelism": opts.parallelism,
+        "block": opts.block,
+        "tcp_buffer": opts.tcp_buffer,
+        "concurrency": args.concurrency,
+        "pipeline": args.pipeline,
+        "transport": transport_name(args.transport),
+        "clusters": s.clusters,
+        "pieces": s.pieces,
+        "samples": s.samples,
+        "tuning": tuning,
+    })
+}
+
+/// What the history keeps beyond the common parameters: the tuner's steps and the clusters.
+fn extra(tuning: &[autotune::TuneStep], clusters: &[haul_xfer::ClusterInfo]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    if !tuning.is_empty() {
+        m.insert("tuning".into(), serde_json::json!(tuning));
+    }
+    if !clusters.is_empty() {
+        m.insert("clusters".into(), serde_json::json!(clusters));
+    }
+    if m.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::Value::Object(m)
+    }
+}
+
+/// Records the transfer, finished or failed, in the history store; a store that cannot be
+/// opened or written is a warning, not an error.
+pub(super) fn record(
+    args: &Args,
+    src: &Endpoint,
+    dst: &Endpoint,
+    opts: &Options,
+    started_at: f64,
+    result: &Result<Summary, haul_xfer::XferError>,
+    tuning: &[autotune::TuneStep],
+) {
+    let path = args.history.clone().unwrap_or_else(Store::default_path);
+    let mut store = match Store::open(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("history not recorded: {e}");
+            return;
+        }
+    };
+    let (outcome, error, files, bytes, samples, duration) = match result {
+        Ok(s) => (
+            Outcome::Ok,
+            None,
+            s.files,
+            s.bytes,
+            s.samples
+                .iter()
+                .map(|x| haul_store::Sample {
+                    t_s: x.t_s,
+                    bytes: x.bytes,
+                    bps: x.bps,
+                })
+                .collect(),
+            s.duration_s,
+        ),
+        Err(e) => (
+            Outcome::Failed,
+            Some(e.to_string()),
+            0,
+            0,
+            Vec::new(),
+            now_unix() - started_at,
+        ),
+    };
+    let rec = TransferRecord {
+        id: None,
+        kind: "cp".into(),
+        started_at,
+        duration_s: duration,
+        source: src.to_string(),
+        destination: dst.to_string(),
+        source_host: host_of(src),
+        destination_host: host_of(dst),
+        params: Params {
+            parallelism: Some(opts.parallelism),
+            concurrency: Some(tuning.last().map_or(opts.concurrency, |s| s.next)),
+            pipelining: Some(opts.pipeline as u32),
+            tcp_buffer: opts.tcp_buffer.map(|b| b as u64),
+            block_size: Some(opts.block as u64),
+            checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
+            transport: Some(transport_name(opts.transport).into()),
+            extra: extra(
+                tuning,
+                result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default(),
+            ),
+        },
+        files,
+        bytes,
+        outcome,
+        error,
+        samples,
+    };
+    if let Err(e) = store.insert(&rec) {
+        tracing::warn!("history not recorded: {e}");
+    }
+}

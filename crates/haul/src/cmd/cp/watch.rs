@@ -1,0 +1,157 @@
+//! Running the planned transfer: the progress bar, and the live concurrency tuner that
+//! starts from the history's best for the host pair.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use haul_store::Store;
+use haul_xfer::autotune::{self, Tunable};
+use haul_xfer::plan::Job;
+use haul_xfer::{Endpoint, Options, Route, Summary, Transfer, XferError};
+
+use super::args::Args;
+use super::plan::piece_bytes;
+use super::report::host_of;
+
+/// Starts the transfer of `jobs` and follows it to its end, with a progress bar on a terminal
+/// and the tuner driving it when `tune` is set; the tuner's steps are left in `tuning`.
+pub(super) fn transfer(
+    args: &Args,
+    opts: &Options,
+    route: Route,
+    jobs: Vec<Job>,
+    tune: Option<(autotune::AutoTuneConfig, bool)>,
+    tuning: &mut Vec<autotune::TuneStep>,
+) -> Result<Summary, XferError> {
+    let total: u64 = jobs.iter().map(|j| j.size).sum();
+    let files = jobs.len();
+    let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);
+    let t = Transfer::start(
+        route,
+        jobs,
+        Options {
+            piece,
+            ..opts.clone()
+        },
+    );
+    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal())
+        .then(|| progress_bar(total, files));
+    let view = Watched {
+        t: &t,
+        bar: bar.as_ref(),
+        total,
+    };
+    match tune {
+        Some((cfg, from_history)) => {
+            let cfg = at_clusters(cfg, &t, from_history, args.tune_floor);
+            *tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
+        }
+        None => {
+            while !view.finished() {
+                view.show();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    t.wait()
+}
+
+/// A progress bar over `total` bytes in `files` files.
+fn progress_bar(total: u64, files: usize) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(&format!(
+        "{{spinner}} {files} files [{{bar:30}}] {{bytes}}/{{total_bytes}} {{binary_bytes_per_sec}} ETA {{eta}}"
+    ))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    b.set_style(style);
+    b
+}
+
+/// The running transfer as the tuner and the progress bar see it.
+struct Watched<'a> {
+    t: &'a Transfer,
+    bar: Option<&'a indicatif::ProgressBar>,
+    total: u64,
+}
+
+impl Watched<'_> {
+    /// Moves the progress bar, if any, to the bytes moved so far.
+    fn show(&self) {
+        if let Some(b) = self.bar {
+            b.set_position(self.t.bytes().min(self.total));
+        }
+    }
+}
+
+impl Tunable for Watched<'_> {
+    fn set_concurrency(&self, n: u32) {
+        tracing::info!("tuner: concurrency {n}");
+        self.t.set_concurrency(n);
+    }
+    fn next_sample(&self, wait: Duration) -> Option<haul_xfer::engine::Sample> {
+        self.show();
+        self.t.next_sample(wait)
+    }
+    fn finished(&self) -> bool {
+        self.t.is_finished()
+    }
+    fn observe_bandwidth(&self, bps: f64) {
+        self.t.observe_bandwidth(bps);
+    }
+    fn channels(&self) -> Option<u32> {
+        Some(self.t.channels())
+    }
+}
+
+/// The tuner's settings: start from the best concurrency this host pair has seen (true when
+/// the history had one).
+pub(super) fn tune_config(
+    args: &Args,
+    src: &Endpoint,
+    dst: &Endpoint,
+) -> (autotune::AutoTuneConfig, bool) {
+    let mut cfg = autotune::AutoTuneConfig::default();
+    cfg.search.cap = args.tune_cap.max(1);
+    cfg.search.utility = args.tune_utility;
+    cfg.estimate = args.tune_estimate;
+    let path = args.history.clone().unwrap_or_else(Store::default_path);
+    let best = Store::open(&path).ok().and_then(|s| {
+        s.best_for_host_pair(&host_of(src), &host_of(dst), "cp")
+            .ok()
+            .flatten()
+    });
+    match best.and_then(|r| r.params.concurrency) {
+        Some(c) => {
+            cfg.search.start = c.clamp(1, cfg.search.cap);
+            (cfg, true)
+        }
+        None => (cfg, false),
+    }
+}
+
+/// The search does not go below the number of file-size clusters (or `--tune-floor`): the
+/// smallest concurrency at which Multi-Cluster runs every cluster at once, one channel each
+/// (Alg. 1 of 003). Below it a level is measured on whichever clusters its channels happen to
+/// carry: on the mixed benchmark one channel on a big file reads 750–800 Mb/s and the same
+/// channel on small files 400–550. Without history the search also starts there rather than at
+/// 1. Without clustering both stay at 1.
+fn at_clusters(
+    mut cfg: autotune::AutoTuneConfig,
+    t: &Transfer,
+    from_history: bool,
+    floor: Option<u32>,
+) -> autotune::AutoTuneConfig {
+    let clusters = t.clusters().0.len() as u32;
+    // ConcurrencySearch::new clamps both into [1, cap], the start to at least the floor.
+    cfg.search.floor = floor.unwrap_or(clusters);
+    if !from_history {
+        cfg.search.start = cfg.search.start.max(clusters);
+        if clusters > 1 {
+            tracing::info!("tuner: no history for this host pair; starting at {clusters} channels, one per cluster");
+        }
+    }
+    cfg
+}
