@@ -137,6 +137,13 @@ impl ReplyParser {
         self.lines.extend(data);
     }
 
+    /// True when every byte given has been returned as a reply (or an error): nothing is
+    /// buffered, not even part of a reply. A client checks this after `234` to `AUTH TLS`, since
+    /// bytes buffered then were sent in plaintext before the handshake.
+    pub fn is_idle(&self) -> bool {
+        self.partial.is_none() && self.lines.pending() == 0
+    }
+
     /// The next complete reply, if the bytes so far hold one.
     pub fn next_reply(&mut self) -> Result<Option<Reply>, ReplyError> {
         while let Some(line) = self.lines.next_line()? {

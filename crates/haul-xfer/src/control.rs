@@ -1,62 +1,19 @@
 //! A client's control connection: connect, log in, send commands, read replies (including
-//! 111/112 markers that arrive while a transfer runs). Blocking; one per session.
+//! 111/112 markers that arrive while a transfer runs). Blocking; one per session. The login's
+//! protocol is haul-proto's sans-IO [`Login`]; this file only moves its bytes and wraps TLS.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use haul_proto::{Command, Reply, ReplyParser};
+use haul_proto::{Action, Command, Login, LoginError, Reply, ReplyParser};
 use haul_transport::Conn;
 
 use crate::error::XferError;
 use crate::url::RemoteUrl;
 
-/// What a server said it supports in its FEAT reply.
-#[derive(Debug, Clone, Default)]
-pub struct Features {
-    /// The server speaks haul's own dialect (`HAUL` feature line).
-    pub haul: bool,
-    /// The server offers data-connection tokens (`DTOK`).
-    pub dtok: bool,
-    /// CKSM algorithms offered, upper-cased.
-    pub cksm: Vec<String>,
-    /// AUTH TLS is offered.
-    pub auth_tls: bool,
-    /// PLUT data channels are offered (`PLUT 1`).
-    pub plut: bool,
-}
-
-impl Features {
-    /// Reads a `211` FEAT reply: one feature per line, the CKSM line listing algorithms.
-    pub fn parse(r: &Reply) -> Features {
-        let mut f = Features::default();
-        for l in &r.lines {
-            let l = l.trim();
-            let (name, rest) = l.split_once(' ').unwrap_or((l, ""));
-            match name.to_ascii_uppercase().as_str() {
-                "HAUL" => f.haul = true,
-                "PLUT" => f.plut = true,
-                "DTOK" => f.dtok = true,
-                "CKSM" => {
-                    f.cksm = rest
-                        .split([';', ','])
-                        .filter_map(|a| a.split(':').next())
-                        .map(|a| a.trim().to_ascii_uppercase())
-                        .filter(|a| !a.is_empty())
-                        .collect()
-                }
-                "AUTH" if rest.to_ascii_uppercase().contains("TLS") => f.auth_tls = true,
-                _ => {}
-            }
-        }
-        f
-    }
-
-    /// True when the server computes `alg` for CKSM.
-    pub fn has_cksm(&self, alg: &str) -> bool {
-        self.cksm.iter().any(|a| a.eq_ignore_ascii_case(alg))
-    }
-}
+/// What a server said it supports in its FEAT reply; read by haul-proto.
+pub use haul_proto::Features;
 
 /// A logged-in control connection.
 pub struct Control {
@@ -80,38 +37,13 @@ impl Control {
         timeout: Duration,
     ) -> Result<Control, XferError> {
         let name = url.host_port();
-        let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
-            .to_socket_addrs()
-            .map_err(|e| XferError::Connect {
-                host: name.clone(),
-                reason: format!("cannot resolve: {e}"),
-            })?
-            .collect();
-        let mut last = None;
-        let mut tcp = None;
-        for a in &addrs {
-            match TcpStream::connect_timeout(a, timeout) {
-                Ok(s) => {
-                    tcp = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let tcp = tcp.ok_or_else(|| XferError::Connect {
-            host: name.clone(),
-            reason: last.map_or_else(|| "no address".into(), |e| e.to_string()),
-        })?;
-        tcp.set_nodelay(true).ok();
-        tcp.set_read_timeout(Some(Duration::from_secs(600))).ok();
-        let peer = tcp.peer_addr().map_err(|e| XferError::Connect {
+        let tcp = dial(url, &name, timeout)?;
+        let conn_err = |e: std::io::Error| XferError::Connect {
             host: name.clone(),
             reason: e.to_string(),
-        })?;
-        let local = tcp.local_addr().map_err(|e| XferError::Connect {
-            host: name.clone(),
-            reason: e.to_string(),
-        })?;
+        };
+        let peer = tcp.peer_addr().map_err(conn_err)?;
+        let local = tcp.local_addr().map_err(conn_err)?;
         let mut c = Control {
             stream: Box::new(tcp.try_clone().map_err(|e| XferError::io(&name, e))?),
             parser: ReplyParser::new(),
@@ -120,56 +52,71 @@ impl Control {
             features: Features::default(),
             name,
         };
-        let greet = c.reply()?;
-        if greet.code != 220 {
-            return Err(XferError::Protocol {
-                host: c.name.clone(),
-                reply: greet.to_string(),
-            });
-        }
-        if let Some(t) = tls {
-            c.expect(&Command::Auth("TLS".into()), 234)?;
-            c.stream = t.wrap_control(tcp, &url.host).map_err(|e| XferError::Tls {
-                host: c.name.clone(),
-                reason: e.to_string(),
-            })?;
-            c.expect(&Command::Pbsz(0), 200)?;
-            c.expect(&Command::Prot(haul_proto::command::ProtLevel::Private), 200)?;
-        }
         let user = url.user.clone().unwrap_or_else(|| "anonymous".into());
         let pass = url.pass.clone().unwrap_or_else(|| "haul@".into());
-        c.send(&Command::User(user.clone()))?;
-        let r = c.reply()?;
-        let r = if r.code == 331 {
-            c.send(&Command::Pass(pass))?;
-            c.reply()?
-        } else {
-            r
-        };
-        if r.code != 230 && r.code != 202 {
-            return Err(if r.code == 530 {
-                XferError::Auth {
-                    host: c.name.clone(),
-                    user,
-                    reply: r.to_string(),
-                }
+        let mut login = Login::new(user, pass, tls.is_some());
+        let mut tcp = Some(tcp);
+        loop {
+            if let Some(Action::StartTls) = login.poll_action() {
+                c.start_tls(tls, tcp.take(), &url.host)?;
+                login.tls_established();
+            } else if let Some(cmd) = login.poll_transmit() {
+                c.send(&cmd)?;
+            } else if login.is_done() {
+                c.features = login.features().clone();
+                return Ok(c);
             } else {
-                XferError::Protocol {
-                    host: c.name.clone(),
-                    reply: r.to_string(),
-                }
+                let r = c.reply()?;
+                login
+                    .handle_reply(r)
+                    .map_err(|e| c.login_error(e, login.user()))?;
+            }
+        }
+    }
+
+    /// Performs the TLS handshake [`Action::StartTls`] asks for, on the plain TCP stream.
+    fn start_tls(
+        &mut self,
+        tls: Option<&crate::tls::ClientTls>,
+        tcp: Option<TcpStream>,
+        host: &str,
+    ) -> Result<(), XferError> {
+        let (Some(t), Some(tcp)) = (tls, tcp) else {
+            return Err(XferError::Internal(
+                "TLS asked for twice or without a config".into(),
+            ));
+        };
+        if !self.parser.is_idle() {
+            // Bytes after the 234 came before the handshake: plaintext a third party may have
+            // injected into what would be read as the protected session.
+            return Err(XferError::Protocol {
+                host: self.name.clone(),
+                reply: "plaintext after 234 to AUTH TLS, before the TLS handshake".into(),
             });
         }
-        c.send(&Command::Feat)?;
-        let f = c.reply()?;
-        if f.code == 211 {
-            c.features = Features::parse(&f);
+        self.stream = t.wrap_control(tcp, host).map_err(|e| XferError::Tls {
+            host: self.name.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// The error a failed login is reported as (the exit code follows from its kind).
+    fn login_error(&self, e: LoginError, user: &str) -> XferError {
+        match e {
+            LoginError::Auth(r) => XferError::Auth {
+                host: self.name.clone(),
+                user: user.to_string(),
+                reply: r.to_string(),
+            },
+            LoginError::Refused { command, reply } => {
+                XferError::from_reply(&self.name, &command, &reply)
+            }
+            LoginError::Greeting(r) | LoginError::Unexpected(r) => XferError::Protocol {
+                host: self.name.clone(),
+                reply: r.to_string(),
+            },
         }
-        c.expect(
-            &Command::Type(haul_proto::command::TransferType::Image),
-            200,
-        )?;
-        Ok(c)
     }
 
     /// Writes one command.
@@ -239,5 +186,110 @@ impl Control {
             return Err(XferError::from_reply(&self.name, cmd, &r));
         }
         Ok(r)
+    }
+}
+
+/// Resolves the URL's host and opens the TCP connection, trying each address in turn.
+fn dial(url: &RemoteUrl, name: &str, timeout: Duration) -> Result<TcpStream, XferError> {
+    let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| XferError::Connect {
+            host: name.to_string(),
+            reason: format!("cannot resolve: {e}"),
+        })?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, timeout) {
+            Ok(tcp) => {
+                tcp.set_nodelay(true).ok();
+                tcp.set_read_timeout(Some(Duration::from_secs(600))).ok();
+                return Ok(tcp);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(XferError::Connect {
+        host: name.to_string(),
+        reason: last.map_or_else(|| "no address".into(), |e| e.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// A one-connection server that answers each line it reads with the next scripted reply,
+    /// after sending `greeting`. Returns the URL to reach it and the lines it read.
+    fn serve(
+        greeting: &'static str,
+        replies: &'static [&'static str],
+    ) -> (RemoteUrl, std::thread::JoinHandle<Vec<String>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.write_all(greeting.as_bytes()).unwrap();
+            let mut lines = Vec::new();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            for reply in replies {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                lines.push(line.trim_end().to_string());
+                s.write_all(reply.as_bytes()).unwrap();
+            }
+            lines
+        });
+        let url = RemoteUrl {
+            tls: false,
+            user: Some("u".into()),
+            pass: Some("p".into()),
+            host: "127.0.0.1".into(),
+            port,
+            path: "/".into(),
+        };
+        (url, h)
+    }
+
+    fn connect(url: &RemoteUrl) -> Result<Control, XferError> {
+        Control::connect(url, None, Duration::from_secs(5))
+    }
+
+    #[test]
+    fn logs_in_after_a_delayed_greeting() {
+        const FEAT: &str = "211-Features\r\n HAUL 1\r\n CKSM MD5\r\n211 End\r\n";
+        let (url, h) = serve(
+            "120 in a minute\r\n220 ready\r\n",
+            &["331 pass?\r\n", "230 in\r\n", FEAT, "200 I\r\n"],
+        );
+        let c = connect(&url).unwrap();
+        assert!(c.features.haul && c.features.has_cksm("md5"));
+        assert_eq!(h.join().unwrap(), ["USER u", "PASS p", "FEAT", "TYPE I"]);
+    }
+
+    #[test]
+    fn errors_keep_their_kinds() {
+        let (url, _) = serve("421 too many\r\n", &[]);
+        let e = connect(&url).err().unwrap();
+        assert!(matches!(e, XferError::Protocol { .. }), "{e}");
+        let (url, _) = serve("220 hi\r\n", &["331 p\r\n", "530 Login incorrect.\r\n"]);
+        let e = connect(&url).err().unwrap();
+        assert!(
+            matches!(&e, XferError::Auth { user, .. } if user == "u"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), ErrorKind::AuthenticationFailed);
+        let (url, _) = serve("220 hi\r\n", &["230 in\r\n", "500 ?\r\n", "504 no\r\n"]);
+        let e = connect(&url).err().unwrap();
+        assert!(
+            matches!(&e, XferError::Refused { command, .. } if command == "TYPE I"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,240 @@
+//! [`Login`]: the client's session set-up, from the server's greeting to `TYPE I`.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::command::{ProtLevel, TransferType};
+use crate::{Command, Features, Reply};
+
+/// Something the driver must do outside the command / reply flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The server accepted `AUTH TLS` (234): perform the TLS handshake on the control
+    /// connection, then call [`Login::tls_established`]. Bytes the driver read but has not yet
+    /// handed over as replies must not exist at this point (they would be plaintext injected
+    /// before the handshake).
+    StartTls,
+}
+
+/// Why a login failed. Each carries the server's reply.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LoginError {
+    /// The greeting was not 220 (nor 120 followed by 220): for example 421, service unavailable.
+    #[error("unexpected greeting: {0}")]
+    Greeting(Reply),
+    /// The server rejected the credentials: 530 after `USER` or `PASS`.
+    #[error("authentication failed: {0}")]
+    Auth(Reply),
+    /// A set-up command (`AUTH TLS`, `PBSZ`, `PROT`, `TYPE`) got a reply other than the one it
+    /// needs.
+    #[error("`{command}` refused: {reply}")]
+    Refused {
+        /// The command the server answered.
+        command: Command,
+        /// Its reply.
+        reply: Reply,
+    },
+    /// A reply out of protocol: to `USER` / `PASS` something other than 230, 202, 331 or 530,
+    /// or a reply when no command was outstanding (before the TLS handshake, after the login
+    /// ended).
+    #[error("unexpected reply: {0}")]
+    Unexpected(Reply),
+}
+
+impl LoginError {
+    /// The server's reply this error carries.
+    pub fn reply(&self) -> &Reply {
+        match self {
+            LoginError::Greeting(r) | LoginError::Auth(r) | LoginError::Unexpected(r) => r,
+            LoginError::Refused { reply, .. } => reply,
+        }
+    }
+}
+
+/// Where the login is: which reply it waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Greeting,
+    AuthTls,
+    /// 234 received: waiting for the driver's TLS handshake.
+    Handshake,
+    Pbsz,
+    Prot,
+    User,
+    Pass,
+    Feat,
+    Type,
+    Done,
+    Failed,
+}
+
+/// The client's session set-up machine.
+///
+/// In: the replies the driver reads ([`Login::handle_reply`]) and the end of the TLS
+/// handshake ([`Login::tls_established`]). Out: the next command to write
+/// ([`Login::poll_transmit`]), actions ([`Login::poll_action`]), and at the end the server's
+/// [`Features`]. One command is outstanding at a time; 111 / 112 markers are skipped after the
+/// greeting.
+pub struct Login {
+    user: String,
+    pass: String,
+    tls: bool,
+    step: Step,
+    transmit: Option<Command>,
+    action: Option<Action>,
+    features: Features,
+}
+
+impl fmt::Debug for Login {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Login")
+            .field("user", &self.user)
+            .field("tls", &self.tls)
+            .field("step", &self.step)
+            .field("features", &self.features)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Login {
+    /// A login as `user` / `pass`, upgrading the control connection to TLS first when `tls`.
+    pub fn new(user: impl Into<String>, pass: impl Into<String>, tls: bool) -> Login {
+        Login {
+            user: user.into(),
+            pass: pass.into(),
+            tls,
+            step: Step::Greeting,
+            transmit: None,
+            action: None,
+            features: Features::default(),
+        }
+    }
+
+    /// The next command to write, if one is due.
+    pub fn poll_transmit(&mut self) -> Option<Command> {
+        self.transmit.take()
+    }
+
+    /// The next action for the driver, if one is due.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.action.take()
+    }
+
+    /// The driver finished the TLS handshake that [`Action::StartTls`] asked for. Ignored at any
+    /// other time.
+    pub fn tls_established(&mut self) {
+        if self.step == Step::Handshake && self.action.is_none() {
+            self.enter(Step::Pbsz);
+        }
+    }
+
+    /// True once `TYPE I` was accepted: the session is ready.
+    pub fn is_done(&self) -> bool {
+        self.step == Step::Done
+    }
+
+    /// True once the login failed; it sends nothing more.
+    pub fn is_failed(&self) -> bool {
+        self.step == Step::Failed
+    }
+
+    /// What the server's FEAT reply offered (empty until FEAT was answered, or when it was not
+    /// answered with 211).
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+
+    /// The user name this login sends.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Feeds one reply read from the server. An error ends the login.
+    pub fn handle_reply(&mut self, r: Reply) -> Result<(), LoginError> {
+        let res = self.step_on(r);
+        if res.is_err() {
+            self.step = Step::Failed;
+            self.transmit = None;
+            self.action = None;
+        }
+        res
+    }
+
+    fn step_on(&mut self, r: Reply) -> Result<(), LoginError> {
+        // A reply to a command not yet written, or during the TLS handshake, answers nothing.
+        let waiting = self.transmit.is_none() && self.action.is_none();
+        if waiting && self.command_of(self.step).is_some() && matches!(r.code, 111 | 112) {
+            return Ok(());
+        }
+        match self.step {
+            _ if !waiting => Err(LoginError::Unexpected(r)),
+            Step::Greeting => match r.code {
+                120 => Ok(()),
+                220 => {
+                    self.enter(if self.tls { Step::AuthTls } else { Step::User });
+                    Ok(())
+                }
+                _ => Err(LoginError::Greeting(r)),
+            },
+            Step::AuthTls => self.expect(r, 234, Step::Handshake),
+            Step::Pbsz => self.expect(r, 200, Step::Prot),
+            Step::Prot => self.expect(r, 200, Step::User),
+            Step::User | Step::Pass => match r.code {
+                331 if self.step == Step::User => {
+                    self.enter(Step::Pass);
+                    Ok(())
+                }
+                230 | 202 => {
+                    self.enter(Step::Feat);
+                    Ok(())
+                }
+                530 => Err(LoginError::Auth(r)),
+                _ => Err(LoginError::Unexpected(r)),
+            },
+            Step::Feat => {
+                // Any answer but 211 means no features; the login goes on.
+                if r.code == 211 {
+                    self.features = Features::parse(&r);
+                }
+                self.enter(Step::Type);
+                Ok(())
+            }
+            Step::Type => self.expect(r, 200, Step::Done),
+            Step::Handshake | Step::Done | Step::Failed => Err(LoginError::Unexpected(r)),
+        }
+    }
+
+    /// Moves to `next` on reply `code`, else fails with the command of the current step.
+    fn expect(&mut self, r: Reply, code: u16, next: Step) -> Result<(), LoginError> {
+        if r.code != code {
+            let command = self.command_of(self.step).unwrap_or(Command::Noop);
+            return Err(LoginError::Refused { command, reply: r });
+        }
+        self.enter(next);
+        Ok(())
+    }
+
+    /// Enters `step`, queueing its command or action.
+    fn enter(&mut self, step: Step) {
+        self.step = step;
+        self.transmit = self.command_of(step);
+        if step == Step::Handshake {
+            self.action = Some(Action::StartTls);
+        }
+    }
+
+    /// The command a step sends.
+    fn command_of(&self, step: Step) -> Option<Command> {
+        Some(match step {
+            Step::AuthTls => Command::Auth("TLS".into()),
+            Step::Pbsz => Command::Pbsz(0),
+            Step::Prot => Command::Prot(ProtLevel::Private),
+            Step::User => Command::User(self.user.clone()),
+            Step::Pass => Command::Pass(self.pass.clone()),
+            Step::Feat => Command::Feat,
+            Step::Type => Command::Type(TransferType::Image),
+            Step::Greeting | Step::Handshake | Step::Done | Step::Failed => return None,
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! Fuzzes the client's session machines with a server's bytes: `ReplyParser` splits them into
+//! replies, which go to a `Login` (driven like `Control::connect` drives it, TLS or not) and to
+//! a `Pipeline` of pipelined commands. Neither may panic. The login writes its commands one at a
+//! time, in protocol order, nothing after failing or finishing, and ends only after `TYPE I`; the
+//! pipeline gives each command at most one final reply, in push order, names the oldest command
+//! for markers and preliminaries, and calls a reply unsolicited only when nothing is outstanding.
+
+#![no_main]
+
+use haul_proto::{Action, Event, Login, Pipeline, Reply, ReplyParser};
+use libfuzzer_sys::fuzz_target;
+
+/// The commands a login may write, in the only order it may write them.
+const ORDER: [&str; 7] = [
+    "AUTH TLS", "PBSZ 0", "PROT P", "USER u", "PASS p", "FEAT", "TYPE I",
+];
+
+/// Every reply the parser yields, continuing past errors like the reply_parser target.
+fn replies(data: &[u8]) -> Vec<Reply> {
+    let mut p = ReplyParser::new();
+    p.extend(data);
+    let mut out = Vec::new();
+    loop {
+        match p.next_reply() {
+            Ok(Some(r)) => out.push(r),
+            Ok(None) => break,
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// Writes what the login has due, as `Control::connect` does; returns the commands written.
+fn due(login: &mut Login, sent: &mut Vec<String>) -> usize {
+    let mut n = 0;
+    loop {
+        if let Some(Action::StartTls) = login.poll_action() {
+            assert_eq!(sent.last().map(String::as_str), Some("AUTH TLS"));
+            login.tls_established();
+        } else if let Some(c) = login.poll_transmit() {
+            sent.push(c.to_string());
+            n += 1;
+        } else {
+            return n;
+        }
+    }
+}
+
+fn check_login(tls: bool, rs: &[Reply]) {
+    let mut login = Login::new("u", "p", tls);
+    let mut sent = Vec::new();
+    let mut ended = false;
+    for r in rs {
+        let n = due(&mut login, &mut sent);
+        assert!(n <= 1, "{n} commands outstanding at once: {sent:?}");
+        assert!(!ended || n == 0, "written after the end: {sent:?}");
+        let was_done = login.is_done();
+        match login.handle_reply(r.clone()) {
+            Ok(()) => assert!(!ended && !was_done, "{r} accepted after the end"),
+            Err(e) => {
+                assert!(login.is_failed() && !login.is_done());
+                assert_eq!(e.reply(), r);
+            }
+        }
+        ended = login.is_failed() || login.is_done();
+    }
+    due(&mut login, &mut sent);
+    let mut at = 0;
+    for c in &sent {
+        let i = ORDER[at..].iter().position(|o| o == c);
+        at += i.unwrap_or_else(|| panic!("{c} out of order in {sent:?}")) + 1;
+    }
+    if !tls {
+        assert!(!sent.iter().any(|c| c == "AUTH TLS"));
+    }
+    if login.is_done() {
+        assert_eq!(sent.last().map(String::as_str), Some("TYPE I"));
+    }
+}
+
+fn check_pipeline(pushes: u8, rs: &[Reply]) {
+    let mut p = Pipeline::new();
+    let mut pushed = 0u64;
+    let mut next = 0u64;
+    for _ in 0..pushes % 16 {
+        p.push(pushed);
+        pushed += 1;
+    }
+    for (i, r) in rs.iter().enumerate() {
+        // Some drivers push as they go: one more command every fourth reply.
+        if pushes & 0x80 != 0 && i % 4 == 3 {
+            p.push(pushed);
+            pushed += 1;
+        }
+        let front = p.front().copied();
+        match p.handle_reply(r.clone()) {
+            Ok(Event::Final { tag, reply }) => {
+                assert_eq!(tag, next, "final out of order");
+                assert!(!reply.is_preliminary());
+                next += 1;
+            }
+            Ok(ev) => {
+                assert_eq!(Some(*ev.tag()), front);
+                assert!(ev.reply().is_preliminary());
+            }
+            Err(_) => assert!(front.is_none(), "unsolicited with {front:?} outstanding"),
+        }
+        assert_eq!(p.len() as u64, pushed - next);
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&ctl, rest)) = data.split_first() else {
+        return;
+    };
+    let rs = replies(rest);
+    check_login(ctl & 1 != 0, &rs);
+    check_pipeline(ctl >> 1 | (ctl & 0x80), &rs);
+});
