@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use haul_proto::{Action, Command, Login, LoginError, Reply, ReplyParser};
+use haul_proto::{Action, Command, Login, LoginError, Pipeline, PipelineError, Reply, ReplyParser};
 use haul_transport::Conn;
 
 use crate::error::XferError;
@@ -27,6 +27,9 @@ pub struct Control {
     pub features: Features,
     /// `host:port` as the user named it, for messages.
     pub name: String,
+    /// After login: the commands sent and not yet finally answered, which every reply is
+    /// matched to; a reply read while none is outstanding is a protocol error.
+    pending: Option<Pipeline<String>>,
 }
 
 impl Control {
@@ -51,6 +54,7 @@ impl Control {
             local,
             features: Features::default(),
             name,
+            pending: None,
         };
         let user = url.user.clone().unwrap_or_else(|| "anonymous".into());
         let pass = url.pass.clone().unwrap_or_else(|| "haul@".into());
@@ -64,6 +68,7 @@ impl Control {
                 c.send(&cmd)?;
             } else if login.is_done() {
                 c.features = login.features().clone();
+                c.pending = Some(Pipeline::new());
                 return Ok(c);
             } else {
                 let r = c.reply()?;
@@ -128,7 +133,11 @@ impl Control {
             .map_err(|e| XferError::io(&self.name, e))?;
         self.stream
             .flush()
-            .map_err(|e| XferError::io(&self.name, e))
+            .map_err(|e| XferError::io(&self.name, e))?;
+        if let Some(p) = &mut self.pending {
+            p.push(cmd.verb().to_string());
+        }
+        Ok(())
     }
 
     /// Reads the next reply of any kind.
@@ -140,6 +149,14 @@ impl Control {
                 reply: e.to_string(),
             })? {
                 tracing::debug!(host = %self.name, "< {r}");
+                if let Some(p) = &mut self.pending {
+                    if let Err(PipelineError::Unsolicited(r)) = p.handle_reply(r.clone()) {
+                        return Err(XferError::Protocol {
+                            host: self.name.clone(),
+                            reply: format!("{r} (a reply to no command sent)"),
+                        });
+                    }
+                }
                 return Ok(r);
             }
             let n = self
@@ -290,6 +307,27 @@ mod tests {
         assert!(
             matches!(&e, XferError::Refused { command, .. } if command == "TYPE I"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_reply_read_with_no_command_outstanding_is_a_protocol_error() {
+        // After login the server answers NOOP twice; the second 200 answers nothing.
+        let (url, _) = serve(
+            "220 hi\r\n",
+            &[
+                "230 in\r\n",
+                "211 none\r\n",
+                "200 I\r\n",
+                "200 ok\r\n200 again\r\n",
+            ],
+        );
+        let mut c = connect(&url).unwrap();
+        assert_eq!(c.expect(&Command::Noop, 200).unwrap().code, 200);
+        let r = c.reply();
+        assert!(
+            matches!(&r, Err(XferError::Protocol { reply, .. }) if reply.contains("no command")),
+            "{r:?}"
         );
     }
 }
