@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use haul_profile::control::{Client, Decoder, Server};
+use haul_profile::tpg::{Client, Decoder, Server};
 use haul_profile::ProfileParams;
 use libfuzzer_sys::fuzz_target;
 

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::{SideReport, VERSION};
 use crate::params::ProfileParams;
+use crate::tpg::{SideReport, VERSION};
 
 /// Bytes moved by every stream in one report interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,7 +296,7 @@ pub fn summary_lines(r: &ProfileReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::StreamSide;
+    use crate::tpg::StreamSide;
 
     #[test]
     fn aggregate_is_the_sum_of_stream_averages() {

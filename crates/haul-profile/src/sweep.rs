@@ -256,7 +256,7 @@ pub fn run(
             .collect();
         let p = apply(base, &point)?;
         for rep in 0..reps.max(1) {
-            let row = match crate::run_client(p.clone(), crate::session::ClientOptions::new(server))
+            let row = match crate::run_client(p.clone(), crate::driver::ClientOptions::new(server))
             {
                 Ok(r) => {
                     let rtts: Vec<f64> = r.streams.iter().filter_map(|s| s.rtt_ms).collect();

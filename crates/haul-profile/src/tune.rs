@@ -9,9 +9,9 @@ use haul_tune::spsa::{Spsa, SpsaConfig, Start};
 use haul_tune::{Optimizer, Probe, Space, Stopping, Trace};
 use serde::{Deserialize, Serialize};
 
+use crate::driver::ClientOptions;
 use crate::params::{ProfileParams, TransportKind};
 use crate::report::ProfileReport;
-use crate::session::ClientOptions;
 use crate::{ProfileError, Result};
 
 /// FastProf settings.

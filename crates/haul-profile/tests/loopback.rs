@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use haul_profile::session::ClientOptions;
+use haul_profile::driver::ClientOptions;
 use haul_profile::{run_client, ProfileError, ProfileParams, Server, TransportKind};
 
 /// Starts a server on a free loopback port that serves runs until the test process exits.

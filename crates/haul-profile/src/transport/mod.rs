@@ -1,5 +1,5 @@
 //! Data channels behind one interface covering TPG's seven callbacks (`struct tpg_protocol`,
-//! 000 §3): [`Transport::init`], [`Transport::listen`], [`Transport::connect`],
+//! 000 §3): [`Connector::init`], [`Connector::listen`], [`Connector::connect`],
 //! [`Listener::accept`], [`Channel::send`], [`Channel::recv`], [`Channel::close`], plus
 //! [`Channel::perfmon`] (TPG's `client_perfmon` / `server_perfmon`).
 
@@ -48,7 +48,7 @@ pub struct Perf {
 }
 
 /// A protocol that can be profiled.
-pub trait Transport: Send + Sync {
+pub trait Connector: Send + Sync {
     /// Which protocol this is.
     fn kind(&self) -> TransportKind;
     /// `tpg_init`: checks θ against what this transport supports and prepares the library.
@@ -86,7 +86,7 @@ pub trait Channel: Send {
 }
 
 /// The transport for `kind`, or a clear error when it is not available in this build.
-pub fn for_kind(kind: TransportKind) -> Result<Box<dyn Transport>> {
+pub fn for_kind(kind: TransportKind) -> Result<Box<dyn Connector>> {
     match kind {
         TransportKind::Tcp => Ok(Box::new(Tcp)),
         TransportKind::Udp => Ok(Box::new(Udp)),

@@ -14,9 +14,9 @@ use haul_plut::control::AretParams;
 use haul_plut::{Config, RateControl};
 use haul_transport::plut::{self as pio, PlutError, StreamReceiver, StreamSender, Tuning, MAX_MDS};
 
-use super::{io_err, Channel, Listener, Perf, Recv, Transport, POLL};
+use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
+use crate::driver::streams::test_block;
 use crate::params::{PlutController, ProfileParams, TransportKind};
-use crate::session::streams::test_block;
 use crate::{ProfileError, Result};
 
 /// Data buffering of one flow, from which PLUT sizes its window (as haul's PLUT transfers).
@@ -76,7 +76,7 @@ fn plut_err(channel: SocketAddr) -> impl FnOnce(PlutError) -> ProfileError {
     }
 }
 
-impl Transport for Plut {
+impl Connector for Plut {
     fn kind(&self) -> TransportKind {
         TransportKind::Plut
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{io_err, Channel, Listener, Perf, Recv, Transport, POLL};
+use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
 use crate::params::{ProfileParams, TransportKind};
 use crate::{ProfileError, Result};
 
@@ -46,7 +46,7 @@ fn new_socket(addr: &SocketAddr, p: &ProfileParams) -> Result<Socket> {
     Ok(s)
 }
 
-impl Transport for Tcp {
+impl Connector for Tcp {
     fn kind(&self) -> TransportKind {
         TransportKind::Tcp
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::{io_err, Channel, Listener, Perf, Recv, Transport, POLL};
+use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
 use crate::params::{ProfileParams, TransportKind};
 use crate::{ProfileError, Result};
 
@@ -37,7 +37,7 @@ fn socket(addr: &SocketAddr, p: &ProfileParams, bind: SocketAddr) -> Result<UdpS
     Ok(s.into())
 }
 
-impl Transport for Udp {
+impl Connector for Udp {
     fn kind(&self) -> TransportKind {
         TransportKind::Udp
     }

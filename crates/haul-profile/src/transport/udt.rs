@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use haul_transport::udt::{self, UdtListener, UdtStream};
 
-use super::{Channel, Listener, Perf, Recv, Transport, POLL};
+use super::{Channel, Connector, Listener, Perf, Recv, POLL};
 use crate::params::{ProfileParams, TransportKind, IP_UDP_HEADER};
 use crate::{ProfileError, Result};
 
@@ -35,7 +35,7 @@ fn unavailable() -> ProfileError {
     ProfileError::Unavailable("udt".into(), udt::unavailable().to_string())
 }
 
-impl Transport for Udt {
+impl Connector for Udt {
     fn kind(&self) -> TransportKind {
         TransportKind::Udt
     }

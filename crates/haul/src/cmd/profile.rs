@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use haul_profile::driver::ClientOptions;
 use haul_profile::params::{parse_nic_file, PlutController, PlutOptions, TcpOptions, UdtOptions};
 use haul_profile::report::{self, ProfileReport};
-use haul_profile::session::ClientOptions;
 use haul_profile::{sweep, tune, ProfileParams, TransportKind};
 use haul_store::Store;
 

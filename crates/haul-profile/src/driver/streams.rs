@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::control::StreamSide;
 use crate::params::ProfileParams;
+use crate::tpg::StreamSide;
 use crate::transport::{Channel, Recv, POLL};
 use crate::Result;
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::streams::{self, counters, SendJob};
 use super::{flush, read_some};
-use crate::control::{Client, ClientEvent, SideReport};
 use crate::report::{Interval, ProfileReport};
+use crate::tpg::{Client, ClientEvent, SideReport};
 use crate::transport::{self, Channel};
 use crate::{ProfileError, ProfileParams, Result, TransportKind};
 
@@ -143,7 +143,7 @@ pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Res
 }
 
 fn connect_all(
-    t: &dyn transport::Transport,
+    t: &dyn transport::Connector,
     p: &ProfileParams,
     server_ip: IpAddr,
     ports: &[u16],

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::streams::{self, counters};
 use super::{flush, read_some};
-use crate::control::{self, ServerEvent, SideReport, StreamSide};
-use crate::transport::{self, Listener, Transport};
+use crate::tpg::{self, ServerEvent, SideReport, StreamSide};
+use crate::transport::{self, Connector, Listener};
 use crate::{ProfileError, ProfileParams, Result};
 
 /// How long the server waits for each data connection after PROFILING_START.
@@ -37,7 +37,7 @@ type Receivers = Vec<JoinHandle<Result<StreamSide>>>;
 /// Per-run state of the server driver.
 struct Run {
     params: Option<ProfileParams>,
-    transport: Option<Box<dyn Transport>>,
+    transport: Option<Box<dyn Connector>>,
     listeners: Vec<Box<dyn Listener>>,
     receivers: Receivers,
     stop: Arc<AtomicBool>,
@@ -108,7 +108,7 @@ fn serve_conn(mut ctl: TcpStream, client: SocketAddr, run: &mut Run) -> Result<(
     let _ = ctl.set_nodelay(true);
     ctl.set_read_timeout(Some(Duration::from_secs(30)))
         .map_err(|e| ProfileError::io("control read timeout", e))?;
-    let mut m = control::Server::new();
+    let mut m = tpg::Server::new();
     flush(&mut ctl, &m.transmit(), &peer)?;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -139,7 +139,7 @@ fn serve_conn(mut ctl: TcpStream, client: SocketAddr, run: &mut Run) -> Result<(
     }
 }
 
-fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpAddr) -> Result<()> {
+fn handle(ev: ServerEvent, m: &mut tpg::Server, run: &mut Run, local_ip: IpAddr) -> Result<()> {
     match ev {
         ServerEvent::Configure(p) => {
             p.validate()?;
@@ -208,7 +208,7 @@ fn handle(ev: ServerEvent, m: &mut control::Server, run: &mut Run, local_ip: IpA
     }
 }
 
-fn parts(run: &Run) -> Result<(&ProfileParams, &dyn Transport)> {
+fn parts(run: &Run) -> Result<(&ProfileParams, &dyn Connector)> {
     match (&run.params, &run.transport) {
         (Some(p), Some(t)) => Ok((p, t.as_ref())),
         _ => Err(ProfileError::Protocol(
