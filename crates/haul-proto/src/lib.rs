@@ -1,6 +1,7 @@
 //! Sans-IO GridFTP protocol core: control-channel command and reply codecs (RFC 959, 2389,
 //! 3659, 4217, GFD.020), the FEAT reader, the client's session machines (login, pipelined reply
-//! matching), the MODE E block codec, restart / performance markers and host-port formats.
+//! matching), the server's login machine, the MODE E block codec, restart / performance markers
+//! and host-port formats.
 //! Nothing here touches a socket; the IO layers feed bytes in and write bytes out.
 
 pub mod client;
@@ -11,6 +12,7 @@ pub mod line;
 pub mod markers;
 pub mod mode_e;
 pub mod reply;
+pub mod server;
 
 pub use client::{Action, Event, Login, LoginError, Pipeline, PipelineError};
 pub use command::{Command, CommandError};

@@ -1,9 +1,12 @@
 //! One control session: login, then commands processed strictly in order (pipelined lines
 //! wait in the line buffer while a transfer runs), with replies that name the cause of every
-//! failure. `dispatch` routes each command by family: `login` (USER, PASS, AUTH, PBSZ, PROT,
-//! QUIT), `feat` (FEAT, OPTS, SITE, HELP and the other commands about the server), `fs` (the
-//! file-system commands, with `cksm` for CKSM) and `data` (the settings of the next transfer and
-//! the data-channel commands, which live in `transfer`, `upload` and `plut_transfer`).
+//! failure. `dispatch` hands each command to haul-proto's `server::Login`, which answers the
+//! login family (USER, PASS, AUTH, PBSZ, PROT, QUIT) and refuses what needs a login first;
+//! `login` performs its actions (the TLS upgrade, the password check with its back-off), and
+//! `route` sends what it forwards to its family: `feat` (FEAT, OPTS, SITE, HELP and the other
+//! commands about the server), `fs` (the file-system commands, with `cksm` for CKSM) and `data`
+//! (the settings of the next transfer and the data-channel commands, which live in `transfer`,
+//! `upload` and `plut_transfer`).
 
 mod cksm;
 mod data;
@@ -19,6 +22,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use haul_proto::command::TransferMode;
+use haul_proto::server::LoginConfig;
 use haul_proto::{Command, CommandError};
 
 use crate::auth::{Access, Users};
@@ -60,15 +64,16 @@ pub enum Flow {
 pub struct Session<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) ctl: Control,
-    user: Option<String>,
+    /// The login machine: greeting, login family, refusals before the login.
+    login: haul_proto::server::Login,
     pub(crate) access: Option<Access>,
     anonymous: bool,
-    failures: u32,
     pub(crate) cwd: String,
     pub(crate) mode: TransferMode,
     pub(crate) data: DataState,
     pub(crate) rest: Option<haul_proto::command::Restart>,
     rename_from: Option<String>,
+    /// `PROT P` is in force (kept from the login machine after each command).
     pub(crate) prot_private: bool,
     pub(crate) plut: crate::plut_transfer::PlutState,
     /// The digest of the file just sent or received, computed from the bytes as they went by,
@@ -109,13 +114,17 @@ impl<'a> Session<'a> {
     /// A new session on an accepted control connection.
     pub fn new(shared: &'a Shared, ctl: Control) -> io::Result<Session<'a>> {
         let peer = ctl.peer_ip()?;
+        let login = haul_proto::server::Login::new(LoginConfig {
+            require_tls: shared.cfg.require_tls,
+            tls_available: shared.tls.is_some(),
+            max_failures: haul_proto::server::MAX_LOGIN_FAILURES,
+        });
         Ok(Session {
             shared,
             ctl,
-            user: None,
+            login,
             access: None,
             anonymous: false,
-            failures: 0,
             cwd: "/".to_string(),
             mode: TransferMode::Stream,
             data: DataState::default(),
@@ -134,10 +143,10 @@ impl<'a> Session<'a> {
     /// Greets the client and serves commands until QUIT, close, idle timeout or a fatal error;
     /// gives back the control connection for the caller to close.
     pub fn run(mut self) -> io::Result<Control> {
-        self.ctl.reply(
-            220,
-            format!("haul GridFTP server {} ready.", env!("CARGO_PKG_VERSION")),
-        )?;
+        // The greeting.
+        if self.perform()? == Flow::Close {
+            return Ok(self.ctl);
+        }
         let cfg = &self.shared.cfg;
         let login_by = self.login_by;
         loop {
@@ -210,18 +219,39 @@ impl<'a> Session<'a> {
         Ok(self.ctl)
     }
 
-    /// Answers one command, if it may be sent now, by routing it to its family.
+    /// Answers one command: first sends the replies the previous command deferred, then hands
+    /// the command to the login machine and performs what it asks for.
     fn dispatch(&mut self, cmd: Command) -> io::Result<Flow> {
-        if !self.admit(&cmd)? {
-            return Ok(Flow::Continue);
+        // Replies deferred by the previous command go out now, unless this command answers
+        // at once anyway (RETR: 125 / 150; CKSM: flushes itself unless its digest is ready).
+        if !matches!(
+            cmd,
+            Command::Retr(_) | Command::Eret { .. } | Command::Cksm { .. }
+        ) {
+            self.ctl.flush()?;
         }
+        self.login.handle_command(cmd);
+        self.perform()
+    }
+
+    /// Answers a command the login machine forwarded (it may run now) by routing it to its
+    /// family.
+    fn route(&mut self, cmd: Command) -> io::Result<()> {
         match cmd {
             Command::User(_)
             | Command::Pass(_)
             | Command::Auth(_)
             | Command::Pbsz(_)
             | Command::Prot(_)
-            | Command::Quit => return self.login_command(cmd),
+            | Command::Quit => {
+                // The login machine answers these itself; should it ever forward one, the
+                // client gets a refusal rather than the session a panic.
+                tracing::warn!(
+                    verb = cmd.verb(),
+                    "login command forwarded by the login machine"
+                );
+                self.ctl.reply(503, "Bad sequence of commands.")
+            }
             Command::Feat
             | Command::Opts { .. }
             | Command::Site(_)
@@ -230,7 +260,7 @@ impl<'a> Session<'a> {
             | Command::Noop
             | Command::Acct(_)
             | Command::Rein
-            | Command::Unknown { .. } => self.feature_command(cmd)?,
+            | Command::Unknown { .. } => self.feature_command(cmd),
             Command::Pwd
             | Command::Cwd(_)
             | Command::Cdup
@@ -243,7 +273,7 @@ impl<'a> Session<'a> {
             | Command::Rmd(_)
             | Command::Dele(_)
             | Command::Rnfr(_)
-            | Command::Rnto(_) => self.fs_command(cmd)?,
+            | Command::Rnto(_) => self.fs_command(cmd),
             Command::Type(_)
             | Command::Stru(_)
             | Command::Mode(_)
@@ -265,51 +295,7 @@ impl<'a> Session<'a> {
             | Command::Esto { .. }
             | Command::List(_)
             | Command::Nlst(_)
-            | Command::Mlsd(_) => self.transfer_command(cmd)?,
+            | Command::Mlsd(_) => self.transfer_command(cmd),
         }
-        Ok(Flow::Continue)
-    }
-
-    /// Whether `cmd` may run now. First sends the replies the previous command deferred; then
-    /// refuses, with a reply, a command that needs a login before it, and a login that needs
-    /// TLS first.
-    fn admit(&mut self, cmd: &Command) -> io::Result<bool> {
-        let pre_login = matches!(
-            cmd,
-            Command::User(_)
-                | Command::Pass(_)
-                | Command::Auth(_)
-                | Command::Pbsz(_)
-                | Command::Prot(_)
-                | Command::Feat
-                | Command::Syst
-                | Command::Noop
-                | Command::Quit
-                | Command::Help(_)
-                | Command::Opts { .. }
-        );
-        // Replies deferred by the previous command go out now, unless this command answers
-        // at once anyway (RETR: 125 / 150; CKSM: flushes itself unless its digest is ready).
-        if !matches!(
-            cmd,
-            Command::Retr(_) | Command::Eret { .. } | Command::Cksm { .. }
-        ) {
-            self.ctl.flush()?;
-        }
-        if self.access.is_none() && !pre_login {
-            self.ctl.reply(530, "Please login with USER and PASS.")?;
-            return Ok(false);
-        }
-        if self.shared.cfg.require_tls
-            && !self.ctl.is_tls()
-            && matches!(cmd, Command::User(_) | Command::Pass(_))
-        {
-            self.ctl.reply(
-                530,
-                "This server requires TLS: send AUTH TLS before logging in.",
-            )?;
-            return Ok(false);
-        }
-        Ok(true)
     }
 }

@@ -1,17 +1,15 @@
-//! The login family: USER, PASS (with the per-user session limit and the back-off after failed
-//! logins), AUTH TLS, PBSZ, PROT and QUIT.
+//! The driver of haul-proto's `server::Login`: writes its replies, performs the TLS upgrade of
+//! the control connection, checks passwords (argon2 on the verifier threads, the per-user
+//! session limit, the back-off after failed logins) and routes the commands it forwards.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use haul_proto::command::ProtLevel;
-use haul_proto::Command;
+use haul_proto::server::{ServerAction, Verdict};
+use haul_proto::Reply;
 
 use super::{Flow, Session, Shared};
 use crate::auth::{is_anonymous, Access};
-
-/// Failed logins after which the session is closed.
-const MAX_LOGIN_FAILURES: u32 = 3;
 
 /// One session of a named user, counted against `max_sessions_per_user` until dropped.
 pub(super) struct UserSlot<'a> {
@@ -45,76 +43,74 @@ fn backoff(failures: u32) -> Duration {
 }
 
 impl Session<'_> {
-    /// Answers a command of the login family: USER, PASS, AUTH, PBSZ, PROT or QUIT.
-    pub(super) fn login_command(&mut self, cmd: Command) -> io::Result<Flow> {
-        match cmd {
-            Command::User(name) => self.cmd_user(name)?,
-            Command::Pass(pw) => return self.cmd_pass(&pw),
-            Command::Quit => {
-                self.ctl.reply(221, "Goodbye.")?;
-                return Ok(Flow::Close);
+    /// Performs the login machine's actions until it has none; `Close` ends the session.
+    pub(super) fn perform(&mut self) -> io::Result<Flow> {
+        while let Some(action) = self.login.poll_action() {
+            match action {
+                ServerAction::Reply(r) => self.ctl.send(&r)?,
+                ServerAction::Forward(cmd) => self.route(cmd)?,
+                ServerAction::StartTls => {
+                    let upgraded = match self.shared.tls.clone() {
+                        Some(cfg) => self.ctl.upgrade(cfg),
+                        None => Err(io::Error::other("no TLS configuration")),
+                    };
+                    match upgraded {
+                        Ok(()) => self.login.tls_established(),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "TLS upgrade of the control connection failed");
+                            self.login.tls_failed();
+                        }
+                    }
+                }
+                ServerAction::Verify { user, pass } => {
+                    let verdict = self.verify(&user, &pass)?;
+                    self.login.handle_verified(verdict);
+                }
+                ServerAction::Close => return Ok(Flow::Close),
             }
-            Command::Auth(mech) => return self.cmd_auth(&mech),
-            Command::Pbsz(_) => self.ctl.reply(200, "PBSZ=0")?,
-            Command::Prot(level) => self.cmd_prot(level)?,
-            _ => unreachable!("dispatch routes only login commands here"),
         }
+        debug_assert_eq!(self.ctl.is_tls(), self.login.is_tls());
+        self.prot_private = self.login.prot_private();
         Ok(Flow::Continue)
     }
 
-    fn cmd_user(&mut self, name: String) -> io::Result<()> {
-        if self.access.is_some() {
-            return self.ctl.reply(503, "Already logged in.");
-        }
-        self.ctl
-            .reply(331, format!("Password required for {name}."))?;
-        self.user = Some(name);
-        Ok(())
-    }
-
-    fn cmd_pass(&mut self, pw: &str) -> io::Result<Flow> {
-        if self.access.is_some() {
-            self.ctl.reply(503, "Already logged in.")?;
-            return Ok(Flow::Continue);
-        }
-        let Some(name) = self.user.take() else {
-            self.ctl.reply(503, "Login with USER first.")?;
-            return Ok(Flow::Continue);
-        };
+    /// Checks a login: anonymous by the configuration, a named user by the users file and the
+    /// per-user session limit. A failure waits the back-off first.
+    fn verify(&mut self, name: &str, pw: &str) -> io::Result<Verdict> {
         let cfg = &self.shared.cfg;
-        let access = if is_anonymous(&name) {
+        let access = if is_anonymous(name) {
             cfg.anonymous.then_some(Access {
                 write: cfg.anonymous_write,
                 third_party: false,
             })
         } else {
-            self.shared.users.verify(&name, pw)
+            self.shared.users.verify(name, pw)
         };
         let Some(a) = access else {
-            return self.login_failed(&name);
+            self.login_failed(name)?;
+            return Ok(Verdict::Rejected);
         };
-        if !is_anonymous(&name) {
+        if !is_anonymous(name) {
             let max = cfg.max_sessions_per_user;
             let mut m = self
                 .shared
                 .per_user
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            let n = m.entry(name.clone()).or_insert(0);
+            let n = m.entry(name.to_string()).or_insert(0);
             if *n >= max {
                 drop(m);
                 tracing::warn!(user = %name, max, "session limit per user reached");
-                self.ctl.reply(
+                return Ok(Verdict::Refused(Reply::new(
                     421,
                     format!("Too many sessions for {name} (limit {max}); try again later."),
-                )?;
-                return Ok(Flow::Close);
+                )));
             }
             *n += 1;
             drop(m);
             self.user_slot = Some(UserSlot {
                 shared: self.shared,
-                name: name.clone(),
+                name: name.to_string(),
             });
         }
         self.shared
@@ -122,17 +118,16 @@ impl Session<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.peer);
-        self.anonymous = is_anonymous(&name);
+        self.anonymous = is_anonymous(name);
         self.access = Some(a);
         tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");
-        self.ctl.reply(230, format!("User {name} logged in."))?;
-        Ok(Flow::Continue)
+        Ok(Verdict::Accepted)
     }
 
-    /// A failed login: waits the back-off for this address's recent failures, answers `530`, and
-    /// closes the session after [`MAX_LOGIN_FAILURES`].
-    fn login_failed(&mut self, name: &str) -> io::Result<Flow> {
-        self.failures += 1;
+    /// A failed login: waits the back-off for this address's recent failures before the login
+    /// machine answers `530` (and closes the session at its limit).
+    fn login_failed(&mut self, name: &str) -> io::Result<()> {
+        let failures = self.login.failures() + 1;
         let recent = {
             let mut m = self
                 .shared
@@ -150,59 +145,12 @@ impl Session<'_> {
             *e = (e.0 + 1, now);
             e.0
         };
-        tracing::warn!(user = %name, peer = %self.peer, failures = self.failures, recent, "login failed");
+        tracing::warn!(user = %name, peer = %self.peer, failures, recent, "login failed");
         self.ctl.flush()?;
         // Never past the login deadline, which then closes the session.
         std::thread::sleep(
             backoff(recent).min(self.login_by.saturating_duration_since(Instant::now())),
         );
-        self.ctl.reply(530, "Login incorrect.")?;
-        if self.failures >= MAX_LOGIN_FAILURES {
-            self.ctl
-                .reply(421, "Too many failed logins; closing control connection.")?;
-            return Ok(Flow::Close);
-        }
-        Ok(Flow::Continue)
-    }
-
-    fn cmd_auth(&mut self, mech: &str) -> io::Result<Flow> {
-        let Some(cfg) = self.shared.tls.clone() else {
-            self.ctl.reply(
-                502,
-                "AUTH not available: this server has no TLS certificate.",
-            )?;
-            return Ok(Flow::Continue);
-        };
-        if mech != "TLS" && mech != "TLS-C" && mech != "SSL" {
-            self.ctl
-                .reply(504, format!("AUTH {mech} not supported; use AUTH TLS."))?;
-            return Ok(Flow::Continue);
-        }
-        if self.ctl.is_tls() {
-            self.ctl
-                .reply(503, "Control connection already protected by TLS.")?;
-            return Ok(Flow::Continue);
-        }
-        self.ctl.reply(234, "AUTH TLS successful.")?;
-        if let Err(e) = self.ctl.upgrade(cfg) {
-            tracing::warn!(error = %e, "TLS upgrade of the control connection failed");
-            return Ok(Flow::Close);
-        }
-        Ok(Flow::Continue)
-    }
-
-    fn cmd_prot(&mut self, level: ProtLevel) -> io::Result<()> {
-        match level {
-            ProtLevel::Clear => {
-                self.prot_private = false;
-                self.ctl.reply(200, "Protection level set to C.")
-            }
-            ProtLevel::Private if self.ctl.is_tls() => {
-                self.prot_private = true;
-                self.ctl.reply(200, "Protection level set to P.")
-            }
-            ProtLevel::Private => self.ctl.reply(503, "PROT P needs AUTH TLS first."),
-            _ => self.ctl.reply(536, "Only PROT C and PROT P are supported."),
-        }
+        Ok(())
     }
 }
