@@ -189,3 +189,44 @@ fn udt_downloads_from_the_real_globus_server_and_its_udt_driver() {
     let err = stderr(&out);
     assert!(err.contains("does not offer udt data channels"), "{err}");
 }
+
+#[test]
+fn udt_third_party_from_the_real_globus_server_into_haul_serve() {
+    use common::globus::{skip_without_globus, GlobusServer};
+    if !udt_built() || skip_without_globus("cp_udt") {
+        return;
+    }
+    let groot = tempfile::tempdir().unwrap();
+    let hroot = tempfile::tempdir().unwrap();
+    let data = random_bytes((8 << 20) + 5, 17);
+    fs::write(groot.path().join("g.bin"), &data).unwrap();
+    let globus = GlobusServer::start_with(groot.path(), &["-dc-whitelist", "udt,tcp"])
+        .expect("start globus-gridftp-server");
+    let haul = serve(hroot.path(), &["--anonymous", "--anonymous-write"]);
+    // haul serve listens (PASV, a UDT listener) and Globus connects to it and sends: both
+    // servers were told SITE SETNETSTACK udt by the client in the middle.
+    let out = cp(
+        &[
+            "--transport",
+            "udt",
+            "-p",
+            "2",
+            "--json",
+            &globus.url("g.bin"),
+            &format!("ftp://{}/in.bin", haul.addr),
+        ],
+        &hroot.path().join("h.sqlite"),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stderr(&out),
+        globus.diagnostics()
+    );
+    assert!(
+        fs::read(hroot.path().join("in.bin")).unwrap() == data,
+        "third-party copy differs"
+    );
+    assert_eq!(json(&out)["verified_files"], 1);
+    assert!(globus.log_contents().contains("SITE SETNETSTACK udt"));
+}
