@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole haul test suite, from a fresh Debian machine: installs the real peers the tests
-# run against (Grid Community Toolkit, iperf3, UDT4), checks formatting and clippy lints, then
+# run against (Grid Community Toolkit with its UDT driver, iperf3, UDT4), checks formatting and clippy lints, then
 # runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,8 @@ command -v globus-url-copy >/dev/null      || need+=(globus-gass-copy-progs)
 command -v globus-gridftp-server >/dev/null || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
 command -v iperf3 >/dev/null               || need+=(iperf3)
 [ -e /usr/include/udt/udt.h ] || [ -e /usr/include/udt.h ] || need+=(libudt-dev)
+# Globus's UDT XIO driver (only a Recommends of the server), for the UDT interop tests.
+dpkg -s libglobus-xio-udt-driver >/dev/null 2>&1 || need+=(libglobus-xio-udt-driver)
 command -v ip >/dev/null                   || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

@@ -17,6 +17,27 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Whether Globus's UDT XIO driver is installed (scripts/test.sh installs it); prints why a
+/// test skips when it is not.
+fn globus_udt_driver() -> bool {
+    let found = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| {
+        std::path::Path::new(d)
+            .join("libglobus_xio_udt_driver.so")
+            .exists()
+    });
+    if !found {
+        eprintln!("SKIP: Globus's UDT XIO driver is not installed (apt-get install libglobus-xio-udt-driver)");
+    }
+    found
+}
+
 /// Whether this build has UDT4; prints why a test skips when it has not.
 fn udt_built() -> bool {
     if haul_transport::udt::AVAILABLE {
@@ -144,7 +165,7 @@ fn setnetstack_names_tcp_or_udt_and_nothing_else() {
 #[test]
 fn udt_downloads_from_the_real_globus_server_and_its_udt_driver() {
     use common::globus::{skip_without_globus, GlobusServer};
-    if !udt_built() || skip_without_globus("cp_udt") {
+    if !udt_built() || skip_without_globus("cp_udt") || !globus_udt_driver() {
         return;
     }
     let srv_dir = tempfile::tempdir().unwrap();
@@ -193,7 +214,7 @@ fn udt_downloads_from_the_real_globus_server_and_its_udt_driver() {
 #[test]
 fn udt_third_party_from_the_real_globus_server_into_haul_serve() {
     use common::globus::{skip_without_globus, GlobusServer};
-    if !udt_built() || skip_without_globus("cp_udt") {
+    if !udt_built() || skip_without_globus("cp_udt") || !globus_udt_driver() {
         return;
     }
     let groot = tempfile::tempdir().unwrap();
