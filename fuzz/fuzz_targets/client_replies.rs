@@ -17,20 +17,9 @@ use haul_xfer::listing::parse_mlst;
 use haul_xfer::{ErrorKind, XferError};
 use libfuzzer_sys::fuzz_target;
 
-/// Every reply the parser yields, continuing past errors like the reply_parser target.
-fn replies(data: &[u8]) -> Vec<Reply> {
-    let mut p = ReplyParser::new();
-    p.extend(data);
-    let mut out = Vec::new();
-    loop {
-        match p.next_reply() {
-            Ok(Some(r)) => out.push(r),
-            Ok(None) => break,
-            Err(_) => {}
-        }
-    }
-    out
-}
+#[path = "common/replies.rs"]
+mod common;
+use common::replies;
 
 /// The same reply after a trip over the wire.
 fn resent(r: &Reply) -> Reply {

@@ -7,7 +7,7 @@
 
 #![no_main]
 
-use haul_proto::{Action, Event, Login, Pipeline, Reply, ReplyParser};
+use haul_proto::{Action, Event, Login, Pipeline, Reply};
 use libfuzzer_sys::fuzz_target;
 
 /// The commands a login may write, in the only order it may write them.
@@ -15,20 +15,9 @@ const ORDER: [&str; 7] = [
     "AUTH TLS", "PBSZ 0", "PROT P", "USER u", "PASS p", "FEAT", "TYPE I",
 ];
 
-/// Every reply the parser yields, continuing past errors like the reply_parser target.
-fn replies(data: &[u8]) -> Vec<Reply> {
-    let mut p = ReplyParser::new();
-    p.extend(data);
-    let mut out = Vec::new();
-    loop {
-        match p.next_reply() {
-            Ok(Some(r)) => out.push(r),
-            Ok(None) => break,
-            Err(_) => {}
-        }
-    }
-    out
-}
+#[path = "common/replies.rs"]
+mod common;
+use common::replies;
 
 /// Writes what the login has due, as `Control::connect` does; returns the commands written.
 fn due(login: &mut Login, sent: &mut Vec<String>) -> usize {

@@ -34,6 +34,16 @@ impl Progress {
     pub fn ranges(&self) -> RangeSet {
         self.ranges.lock().map(|r| r.clone()).unwrap_or_default()
     }
+
+    /// Bytes written without a gap from offset 0: how far a hash that follows the file as it
+    /// arrives may read.
+    pub fn prefix(&self) -> u64 {
+        self.ranges
+            .lock()
+            .ok()
+            .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
+            .unwrap_or(0)
+    }
 }
 
 /// Hands out blocks of the requested ranges to sender threads.

@@ -91,10 +91,7 @@ pub fn for_kind(kind: TransportKind) -> Result<Box<dyn Connector>> {
         TransportKind::Tcp => Ok(Box::new(Tcp)),
         TransportKind::Udp => Ok(Box::new(Udp)),
         TransportKind::Udt if udt::AVAILABLE => Ok(Box::new(Udt)),
-        TransportKind::Udt => Err(ProfileError::Unavailable(
-            "udt".into(),
-            "haul was built without UDT4 (install libudt-dev, which provides /usr/include/udt/udt.h, and rebuild)".into(),
-        )),
+        TransportKind::Udt => Err(udt::unavailable()),
         TransportKind::Plut => Ok(Box::new(Plut)),
     }
 }

@@ -31,7 +31,8 @@ fn options(p: &ProfileParams) -> udt::Options {
     }
 }
 
-fn unavailable() -> ProfileError {
+/// The error for UDT in a build without UDT4, with haul-transport's one message.
+pub(super) fn unavailable() -> ProfileError {
     ProfileError::Unavailable("udt".into(), udt::unavailable().to_string())
 }
 

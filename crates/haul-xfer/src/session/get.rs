@@ -159,14 +159,7 @@ impl Session {
             .map(|(alg, local)| HashingSink::new(item.sink, alg, local));
         let follow = item.cksm.filter(|_| !small);
         let finished = AtomicBool::new(false);
-        let prefix = || {
-            item.progress
-                .ranges
-                .lock()
-                .ok()
-                .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
-                .unwrap_or(0)
-        };
+        let prefix = || item.progress.prefix();
         let (prefix, finished) = (&prefix, &finished);
         let sink: &dyn Sink = match &inline {
             Some(h) => h,

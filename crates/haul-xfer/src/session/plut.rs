@@ -104,14 +104,7 @@ impl Session {
             let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
             // Hash our copy as its prefix grows, as over TCP.
             let finished = std::sync::atomic::AtomicBool::new(false);
-            let prefix = || {
-                item.progress
-                    .ranges
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.ranges().first().filter(|r| r.0 == 0).map(|r| r.1))
-                    .unwrap_or(0)
-            };
+            let prefix = || item.progress.prefix();
             let (prefix, finished) = (&prefix, &finished);
             let (got, mine) = std::thread::scope(|s| {
                 let follower = item.cksm.map(|(alg, local)| {
