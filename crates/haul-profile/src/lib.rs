@@ -2,7 +2,8 @@
 //!
 //! A profiler run is a client/server pair: a TCP control channel driven by the sans-IO state
 //! machines in [`tpg`], and one data channel per stream opened by a [`transport::Connector`]
-//! (TCP, UDP blast, UDT4, PLUT). [`driver`] runs the client and the server, [`report`] turns the
+//! (TCP, UDP blast, UDT4, PLUT), which are `haul_transport::channel`'s, re-exported in
+//! [`transport`]. [`driver`] runs the client and the server, [`report`] turns the
 //! counters into per-stream averages and the aggregate throughput (Eqs. 3.1–3.2 of 000),
 //! [`sweep`] walks a parameter grid into a profile table and control-response plots, and
 //! [`tune`] drives `haul_tune`'s SPSA with real probes (FastProf); [`handoff`] reads a result

@@ -2,10 +2,10 @@
 //! buffers, streams P, duration d or byte count, plus TPG's extras (multi-NIC pairs, CPU
 //! affinity, bandwidth cap). The client sends it to the server in the PARAMS message.
 
-use std::fmt;
 use std::net::IpAddr;
-use std::str::FromStr;
+use std::time::Duration;
 
+use haul_transport::channel::ChannelParams;
 use serde::{Deserialize, Serialize};
 
 use crate::{ProfileError, Result};
@@ -13,7 +13,7 @@ use crate::{ProfileError, Result};
 /// UDT's data-packet header, bytes: payload = m − 16 (000 §3).
 pub const UDT_HEADER: u64 = 16;
 /// IP + UDP headers: UDT_MSS = m + 28.
-pub const IP_UDP_HEADER: u32 = 28;
+pub use haul_transport::channel::IP_UDP_HEADER;
 /// Default UDT/UDP packet size m (UDT_MSS 1500 − 28, Table I of 001).
 pub const DEFAULT_PACKET: u32 = 1472;
 /// Default TCP block size: iperf3's 128 KiB.
@@ -25,53 +25,8 @@ pub const MAX_BLOCK: u64 = 64 << 20;
 /// Most streams accepted.
 pub const MAX_STREAMS: u32 = 128;
 
-/// The protocol profiled on the data channels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    /// Kernel TCP.
-    Tcp,
-    /// UDP blast with sequence numbers (no congestion control).
-    Udp,
-    /// UDT4 through the C++ shim.
-    Udt,
-    /// PLUT, haul's reliable UDP (004), one flow per stream.
-    Plut,
-}
-
-impl TransportKind {
-    /// The lowercase name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransportKind::Tcp => "tcp",
-            TransportKind::Udp => "udp",
-            TransportKind::Udt => "udt",
-            TransportKind::Plut => "plut",
-        }
-    }
-}
-
-impl fmt::Display for TransportKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for TransportKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "tcp" => Ok(TransportKind::Tcp),
-            "udp" => Ok(TransportKind::Udp),
-            "udt" => Ok(TransportKind::Udt),
-            "plut" => Ok(TransportKind::Plut),
-            o => Err(format!(
-                "unknown transport {o:?} (expected tcp, udp, udt or plut)"
-            )),
-        }
-    }
-}
+/// The protocol profiled on the data channels (`tcp`, `udp`, `udt`, `plut`).
+pub use haul_transport::channel::Kind as TransportKind;
 
 /// One NIC-to-NIC connection: a stream's source and destination addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,77 +61,8 @@ pub fn parse_nic_file(text: &str) -> Result<Vec<NicPair>> {
 /// takes.
 pub use haul_transport::socket::TcpOptions;
 
-/// UDT4 socket options (001 §IV-A: -f -F -r -R -M -B).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct UdtOptions {
-    /// UDT_SNDBUF, bytes.
-    pub sndbuf: Option<u64>,
-    /// UDT_RCVBUF, bytes.
-    pub rcvbuf: Option<u64>,
-    /// UDP_SNDBUF, bytes.
-    pub udp_sndbuf: Option<u64>,
-    /// UDP_RCVBUF, bytes.
-    pub udp_rcvbuf: Option<u64>,
-    /// UDT_MAXBW, bytes per second.
-    pub maxbw: Option<u64>,
-}
-
-/// PLUT's source-rate controller.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlutController {
-    /// PLUT's Robbins–Monro stabilisation (Eqs. 1–3 of 004).
-    #[default]
-    Rm,
-    /// Tsunami's error-rate control with ARET threshold adaptation (000 §5).
-    Tsunami,
-}
-
-impl PlutController {
-    /// The lowercase name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlutController::Rm => "rm",
-            PlutController::Tsunami => "tsunami",
-        }
-    }
-}
-
-impl fmt::Display for PlutController {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PlutController {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "rm" | "robbins-monro" => Ok(PlutController::Rm),
-            "tsunami" | "aret" => Ok(PlutController::Tsunami),
-            o => Err(format!(
-                "unknown PLUT controller {o:?} (expected rm or tsunami)"
-            )),
-        }
-    }
-}
-
-/// PLUT options (004); m is the datagram size (MDS) and `-w` the socket buffers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PlutOptions {
-    /// Source-rate controller.
-    pub controller: PlutController,
-    /// Rate each stream's controller starts from, bytes per second (B/16 when absent).
-    pub initial_rate: Option<u64>,
-    /// NIC rate B of Eq. 1 of 004: the most one stream's pacer sends, bytes per second
-    /// (`-b`/P when a cap is given, else 10 Gb/s).
-    pub max_rate: Option<u64>,
-    /// Session id of the run's PLUT flows: a nonce the client draws for each run.
-    pub session: Option<u64>,
-}
+/// UDT4 socket options, PLUT's controller and PLUT options: settings of the data channels.
+pub use haul_transport::channel::{PlutController, PlutOptions, UdtOptions};
 
 /// θ: every setting of one profiling run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,6 +130,21 @@ pub fn udt_block(k: u64, packet: u32) -> u64 {
 }
 
 impl ProfileParams {
+    /// What the data channels take from θ: l and m in effect, `-w`, the bandwidth cap per
+    /// stream, the idle timeout, and the TCP, UDT and PLUT options.
+    pub fn channel(&self) -> ChannelParams {
+        ChannelParams {
+            block: self.block_size(),
+            packet: self.packet_size(),
+            buffer: self.buffer,
+            rate: self.rate_per_stream().map(|bps| bps / 8.0),
+            idle_timeout: Duration::try_from_secs_f64(self.idle_timeout_s).ok(),
+            tcp: self.tcp.clone(),
+            udt: self.udt.clone(),
+            plut: self.plut.clone(),
+        }
+    }
+
     /// Packet size m in effect.
     pub fn packet_size(&self) -> u32 {
         self.packet.unwrap_or(DEFAULT_PACKET)
@@ -394,6 +295,29 @@ mod tests {
         p.transport = TransportKind::Tcp;
         p.block = Some(89_560);
         assert!(p.block_warning().is_none());
+    }
+
+    #[test]
+    fn channel_params_carry_theta() {
+        let mut p = ProfileParams {
+            transport: TransportKind::Plut,
+            streams: 4,
+            rate_bps: Some(4_000_000_000),
+            buffer: Some(1 << 20),
+            ..Default::default()
+        };
+        p.plut.session = Some(7);
+        let c = p.channel();
+        assert_eq!(c.rate, Some(125e6), "-b is shared by the streams");
+        assert_eq!((c.block, c.packet), (DEFAULT_TCP_BLOCK, DEFAULT_PACKET));
+        assert_eq!(c.buffer, Some(1 << 20));
+        assert_eq!(c.idle_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(c.plut, p.plut);
+        p.transport = TransportKind::Udt;
+        p.rate_bps = None;
+        let c = p.channel();
+        assert_eq!(c.rate, None);
+        assert_eq!(c.block, udt_block(DEFAULT_UDT_K, DEFAULT_PACKET));
     }
 
     #[test]

@@ -1,7 +1,16 @@
 //! Data channels: how bytes of one file move between two hosts once the control channel has
-//! agreed on the method. Blocking threads on the hot path, one per TCP stream, reading and
-//! writing by offset so blocks may be placed out of order.
+//! agreed on the method, and the channels `haul profile` measures. Blocking threads on the hot
+//! path, one per TCP stream, reading and writing by offset so blocks may be placed out of order.
 //!
+//! Two interfaces sit on the same sockets: [`DataStream`] ([`Conn`]) for the byte-stream data
+//! connections of a copy (TCP, TLS or UDT: MODE E, MODE S, listings), and
+//! [`channel::Connector`] / [`channel::Listener`] / [`channel::Channel`] for the profiler's
+//! measurement channels (TCP, UDP, UDT, PLUT). TCP socket options are in one place,
+//! [`socket`]: buffer sizes, and [`socket::TcpOptions`] (congestion control, MSS, pacing), which
+//! the measurement channels apply (a copy's data connections set buffer sizes only).
+//!
+//! - [`channel`]: measurement channels (TPG's callbacks) over TCP, a UDP blast, UDT and PLUT,
+//!   configured by [`channel::ChannelParams`].
 //! - [`net`]: the network stack under a session's data connections (TCP or UDT, as Globus's
 //!   `SITE SETNETSTACK` names it): listeners and connections of either, as [`Conn`]s.
 //! - [`socket`]: TCP connection set-up with buffer sizes and [`socket::TcpOptions`] (congestion
@@ -14,6 +23,7 @@
 //! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
 //! - [`token`]: data-connection tokens (haul's `DTOK` extension).
 
+pub mod channel;
 pub mod checksum;
 pub mod io;
 pub mod mode_e;

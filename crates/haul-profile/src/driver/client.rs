@@ -65,7 +65,7 @@ pub fn run_client(mut params: ProfileParams, mut opts: ClientOptions<'_>) -> Res
         params.plut.session = Some(rand::random());
     }
     let t = transport::for_kind(params.transport)?;
-    t.init(&params)?;
+    t.init(&params.channel())?;
     let warnings: Vec<String> = params.block_warning().into_iter().collect();
     let addr = resolve(&opts.server)?;
     let peer = addr.to_string();
@@ -151,10 +151,11 @@ fn connect_all(
     out: &mut Vec<Box<dyn Channel>>,
     addrs: &mut Vec<(String, String)>,
 ) -> Result<()> {
+    let cp = p.channel();
     for (i, port) in ports.iter().enumerate() {
         let nic = (!p.nics.is_empty()).then(|| p.nics[i % p.nics.len()]);
         let remote = SocketAddr::new(nic.map_or(server_ip, |n| n.dst), *port);
-        out.push(t.connect(p, nic.map(|n| n.src), remote, timeout)?);
+        out.push(t.connect(&cp, nic.map(|n| n.src), remote, timeout)?);
         addrs.push((
             nic.map_or("default".to_string(), |n| n.src.to_string()),
             remote.to_string(),

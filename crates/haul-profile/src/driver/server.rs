@@ -144,13 +144,14 @@ fn handle(ev: ServerEvent, m: &mut tpg::Server, run: &mut Run, local_ip: IpAddr)
         ServerEvent::Configure(p) => {
             p.validate()?;
             let t = transport::for_kind(p.transport)?;
-            t.init(&p)?;
+            t.init(&p.channel())?;
             run.transport = Some(t);
             run.params = Some((*p).clone());
             m.params_accepted(*p)
         }
         ServerEvent::CreateStreams => {
             let (p, t) = parts(run)?;
+            let cp = p.channel();
             let mut ports = Vec::new();
             let mut listeners = Vec::new();
             for i in 0..p.streams as usize {
@@ -159,7 +160,7 @@ fn handle(ev: ServerEvent, m: &mut tpg::Server, run: &mut Run, local_ip: IpAddr)
                 } else {
                     p.nics[i % p.nics.len()].dst
                 };
-                let l = t.listen(p, SocketAddr::new(ip, 0))?;
+                let l = t.listen(&cp, SocketAddr::new(ip, 0))?;
                 ports.push(l.port());
                 listeners.push(l);
             }

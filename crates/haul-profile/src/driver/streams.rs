@@ -52,9 +52,7 @@ pub struct SendJob {
 }
 
 /// The block every sender sends (l bytes): byte i is i mod 251.
-pub fn test_block(l: usize) -> Vec<u8> {
-    (0..l).map(|i| (i % 251) as u8).collect()
-}
+pub use crate::transport::test_block;
 
 /// Byte quota of stream `i` when `total` bytes are split over `n` streams.
 pub fn quota(total: u64, n: usize, i: usize) -> u64 {

@@ -1,6 +1,7 @@
 //! UDP blast: blocks cut into datagrams of at most m bytes, each led by a 16-byte header
 //! (`seq: u64 BE | flags: u64 BE`, flag 1 = final). The receiver counts datagrams and derives
-//! loss from the highest sequence number seen. No congestion control: pace with `-b`.
+//! loss from the highest sequence number seen. No congestion control: the caller paces (`haul
+//! profile -b`).
 
 use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -8,9 +9,10 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
-use crate::params::{ProfileParams, TransportKind};
-use crate::{ProfileError, Result};
+use super::{
+    io_err, set_buffers, Channel, ChannelError, ChannelParams, Connector, Kind, Listener, Perf,
+    Recv, Result, Setting, POLL,
+};
 
 /// Sequence header bytes in every datagram.
 pub const HEADER: usize = 16;
@@ -22,37 +24,31 @@ const FIN_COPIES: usize = 3;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Udp;
 
-fn socket(addr: &SocketAddr, p: &ProfileParams, bind: SocketAddr) -> Result<UdpSocket> {
+fn socket(addr: &SocketAddr, p: &ChannelParams, bind: SocketAddr) -> Result<UdpSocket> {
     let s = Socket::new(Domain::for_address(*addr), Type::DGRAM, Some(Protocol::UDP))
         .map_err(|e| io_err("UDP socket for", addr, e))?;
-    if let Some(b) = p.buffer {
-        let b = usize::try_from(b).map_err(|_| ProfileError::param("-w", "buffer too large"))?;
-        s.set_send_buffer_size(b)
-            .map_err(|e| io_err("SO_SNDBUF", b, e))?;
-        s.set_recv_buffer_size(b)
-            .map_err(|e| io_err("SO_RCVBUF", b, e))?;
-    }
+    set_buffers(&s, p.buffer)?;
     s.bind(&bind.into())
         .map_err(|e| io_err("bind UDP", bind, e))?;
     Ok(s.into())
 }
 
 impl Connector for Udp {
-    fn kind(&self) -> TransportKind {
-        TransportKind::Udp
+    fn kind(&self) -> Kind {
+        Kind::Udp
     }
 
-    fn init(&self, p: &ProfileParams) -> Result<()> {
-        if (p.packet_size() as usize) < HEADER || p.packet_size() > 65_507 {
-            return Err(ProfileError::param(
-                "-M",
-                format!("UDP datagram size {} (16..=65507)", p.packet_size()),
+    fn init(&self, p: &ChannelParams) -> Result<()> {
+        if (p.packet as usize) < HEADER || p.packet > 65_507 {
+            return Err(ChannelError::setting(
+                Setting::Packet,
+                format!("UDP datagram size {} (16..=65507)", p.packet),
             ));
         }
         Ok(())
     }
 
-    fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, p: &ChannelParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let s = socket(&addr, p, addr)?;
         let port = s
             .local_addr()
@@ -63,7 +59,7 @@ impl Connector for Udp {
 
     fn connect(
         &self,
-        p: &ProfileParams,
+        p: &ChannelParams,
         local: Option<IpAddr>,
         remote: SocketAddr,
         _timeout: Duration,
@@ -79,7 +75,7 @@ impl Connector for Udp {
         let s = socket(&remote, p, bind)?;
         s.connect(remote)
             .map_err(|e| io_err("UDP connect to", remote, e))?;
-        Ok(Box::new(UdpChannel::new(s, p.packet_size() as usize)?))
+        Ok(Box::new(UdpChannel::new(s, p.packet as usize)?))
     }
 }
 
@@ -95,9 +91,10 @@ impl Listener for UdpListen {
 
     /// UDP is connectionless: the bound socket is the channel (one accept per listener).
     fn accept(&mut self, _timeout: Duration) -> Result<Box<dyn Channel>> {
-        let s = self.s.take().ok_or_else(|| {
-            ProfileError::Protocol(format!("UDP port {} accepted twice", self.port))
-        })?;
+        let s = self
+            .s
+            .take()
+            .ok_or_else(|| ChannelError::Usage(format!("UDP port {} accepted twice", self.port)))?;
         Ok(Box::new(UdpChannel::new(s, 65_536)?))
     }
 }

@@ -1,10 +1,11 @@
-//! PLUT data channels (004, `docs/plut.md`): every stream is one PLUT flow over
-//! `haul_transport::plut`'s stream API, whose batched `sendmmsg` / `recvmmsg` IO and pacer run
-//! in the stream's own thread inside `send` and `recv`. θ maps to PLUT as m → MDS, `-w` →
-//! socket buffers, `plut.max_rate` (or `-b`/P) → the NIC rate B, `plut.initial_rate`,
-//! `plut.controller`; the session id is the client's nonce from PARAMS. The stream carries the
-//! profile's test block repeated, the receiver checks every byte against it, and `close` ends
-//! the stream at exactly the bytes sent.
+//! PLUT channels (004, `docs/plut.md`): every stream is one PLUT flow over [`crate::plut`]'s
+//! stream API, whose batched `sendmmsg` / `recvmmsg` IO and pacer run in the stream's own
+//! thread inside `send` and `recv`. The settings map to PLUT as m ([`ChannelParams::packet`]) →
+//! MDS, [`ChannelParams::buffer`] → socket buffers, `plut.max_rate` (or
+//! [`ChannelParams::rate`]) → the NIC rate B, `plut.initial_rate`, `plut.controller`; the
+//! session id is `plut.session` (the profiling client's nonce from PARAMS). The stream carries
+//! [`test_block`] of l bytes repeated, the receiver checks every byte against it, and `close`
+//! ends the stream at exactly the bytes sent.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -12,12 +13,12 @@ use std::time::Duration;
 
 use haul_plut::control::AretParams;
 use haul_plut::{Config, RateControl};
-use haul_transport::plut::{self as pio, PlutError, StreamReceiver, StreamSender, Tuning, MAX_MDS};
 
-use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
-use crate::driver::streams::test_block;
-use crate::params::{PlutController, ProfileParams, TransportKind};
-use crate::{ProfileError, Result};
+use super::{
+    io_err, test_block, Channel, ChannelError, ChannelParams, Connector, Kind, Listener, Perf,
+    PlutController, Recv, Result, Setting, POLL,
+};
+use crate::plut::{self as pio, PlutError, StreamReceiver, StreamSender, Tuning, MAX_MDS};
 
 /// Data buffering of one flow, from which PLUT sizes its window (as haul's PLUT transfers).
 const FLOW_BUFFER: usize = 96 << 20;
@@ -29,23 +30,23 @@ const MIN_MDS: usize = 576 - 28;
 pub struct Plut;
 
 /// NIC rate B of one stream, bytes/s.
-fn nic_rate(p: &ProfileParams) -> f64 {
-    match (p.plut.max_rate, p.rate_per_stream()) {
+fn nic_rate(p: &ChannelParams) -> f64 {
+    match (p.plut.max_rate, p.rate) {
         (Some(b), _) => b as f64,
-        (None, Some(bps)) => bps / 8.0,
+        (None, Some(r)) => r,
         (None, None) => pio::params::DEFAULT_RATE,
     }
 }
 
 /// The session configuration of every flow of the run.
-fn flow_config(p: &ProfileParams) -> Result<Config> {
+fn flow_config(p: &ChannelParams) -> Result<Config> {
     let session = p.plut.session.ok_or_else(|| {
-        ProfileError::param(
-            "plut.session",
+        ChannelError::setting(
+            Setting::PlutSession,
             "missing from θ (the client draws one for each run)",
         )
     })?;
-    let mut cfg = pio::config(session, p.packet_size() as usize, nic_rate(p), FLOW_BUFFER);
+    let mut cfg = pio::config(session, p.packet as usize, nic_rate(p), FLOW_BUFFER);
     cfg.rate_control = match p.plut.controller {
         PlutController::Rm => RateControl::default(),
         PlutController::Tsunami => RateControl::Aret(AretParams::default()),
@@ -54,50 +55,55 @@ fn flow_config(p: &ProfileParams) -> Result<Config> {
         cfg.initial_rate = r as f64;
     }
     cfg.validate()
-        .map_err(|e| ProfileError::param("--plut-*", e.to_string()))?;
+        .map_err(|e| ChannelError::setting(Setting::Plut, e.to_string()))?;
     Ok(cfg)
 }
 
-fn tuning(p: &ProfileParams) -> Tuning {
+fn tuning(p: &ChannelParams) -> Tuning {
     let default = Tuning::default();
     Tuning {
         socket_buffer: p.buffer.map_or(default.socket_buffer, |b| {
             usize::try_from(b).unwrap_or(usize::MAX)
         }),
-        idle_timeout: Duration::from_secs_f64(p.idle_timeout_s),
+        idle_timeout: p.idle_timeout.unwrap_or(default.idle_timeout),
         ..default
     }
 }
 
-fn plut_err(channel: SocketAddr) -> impl FnOnce(PlutError) -> ProfileError {
-    move |source| ProfileError::Plut {
+fn plut_err(channel: SocketAddr) -> impl FnOnce(PlutError) -> ChannelError {
+    move |source| ChannelError::Plut {
         channel: channel.to_string(),
         source,
     }
 }
 
 impl Connector for Plut {
-    fn kind(&self) -> TransportKind {
-        TransportKind::Plut
+    fn kind(&self) -> Kind {
+        Kind::Plut
     }
 
-    fn init(&self, p: &ProfileParams) -> Result<()> {
-        let m = p.packet_size() as usize;
+    fn init(&self, p: &ChannelParams) -> Result<()> {
+        let m = p.packet as usize;
         if !(MIN_MDS..=MAX_MDS).contains(&m) {
-            return Err(ProfileError::param("-M", format!("PLUT datagram size {m} ({MIN_MDS}..={MAX_MDS}; 1472, or 8972 with jumbo frames)")));
+            return Err(ChannelError::setting(
+                Setting::Packet,
+                format!(
+                    "PLUT datagram size {m} ({MIN_MDS}..={MAX_MDS}; 1472, or 8972 with jumbo frames)"
+                ),
+            ));
         }
-        for (flag, v) in [
-            ("--plut-initial-rate", p.plut.initial_rate),
-            ("--plut-max-rate", p.plut.max_rate),
+        for (setting, v) in [
+            (Setting::PlutInitialRate, p.plut.initial_rate),
+            (Setting::PlutMaxRate, p.plut.max_rate),
         ] {
             if v == Some(0) {
-                return Err(ProfileError::param(flag, "rate must be positive"));
+                return Err(ChannelError::setting(setting, "rate must be positive"));
             }
         }
         flow_config(p).map(drop)
     }
 
-    fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, p: &ChannelParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let tuning = tuning(p);
         let sock = pio::bind(addr, &tuning).map_err(|e| io_err("bind PLUT", addr, e))?;
         let local = sock
@@ -105,7 +111,7 @@ impl Connector for Plut {
             .map_err(|e| io_err("local address of", addr, e))?;
         let rx = StreamReceiver::new(
             sock,
-            Check(Pattern::new(p.block_size())),
+            Check(Pattern::new(p.block)),
             &flow_config(p)?,
             &tuning,
         )
@@ -118,7 +124,7 @@ impl Connector for Plut {
 
     fn connect(
         &self,
-        p: &ProfileParams,
+        p: &ChannelParams,
         local: Option<IpAddr>,
         remote: SocketAddr,
         _timeout: Duration,
@@ -134,7 +140,7 @@ impl Connector for Plut {
         let tx = StreamSender::new(
             sock,
             remote,
-            Pattern::new(p.block_size()),
+            Pattern::new(p.block),
             &flow_config(p)?,
             &tuning,
         )
@@ -142,7 +148,7 @@ impl Connector for Plut {
         Ok(Box::new(PlutSend {
             tx,
             remote,
-            block: p.block_size(),
+            block: p.block,
             checked: false,
             closed: false,
         }))
@@ -221,7 +227,7 @@ impl Listener for PlutListen {
     /// Datagrams need no handshake: the bound socket is the channel (one accept per listener).
     fn accept(&mut self, _timeout: Duration) -> Result<Box<dyn Channel>> {
         let rx = self.rx.take().ok_or_else(|| {
-            ProfileError::Protocol(format!("PLUT port {} accepted twice", self.local.port()))
+            ChannelError::Usage(format!("PLUT port {} accepted twice", self.local.port()))
         })?;
         Ok(Box::new(PlutRecv {
             rx,
@@ -249,7 +255,7 @@ impl Channel for PlutSend {
     fn send(&mut self, block: &[u8]) -> Result<()> {
         if !self.checked {
             if block.len() as u64 > self.block || block != test_block(block.len()) {
-                return Err(ProfileError::Protocol(
+                return Err(ChannelError::Usage(
                     "PLUT profile channels carry the profile's test block only".into(),
                 ));
             }
@@ -261,7 +267,7 @@ impl Channel for PlutSend {
     }
 
     fn recv(&mut self, _buf: &mut [u8]) -> Result<Recv> {
-        Err(ProfileError::Protocol(
+        Err(ChannelError::Usage(
             "a PLUT profile channel sends or receives, not both".into(),
         ))
     }
@@ -298,7 +304,7 @@ struct PlutRecv {
 
 impl Channel for PlutRecv {
     fn send(&mut self, _block: &[u8]) -> Result<()> {
-        Err(ProfileError::Protocol(
+        Err(ChannelError::Usage(
             "a PLUT profile channel sends or receives, not both".into(),
         ))
     }
@@ -355,33 +361,38 @@ mod tests {
 
     #[test]
     fn rates_and_datagram_sizes_are_checked() {
-        let p = |f: fn(&mut ProfileParams)| {
-            let mut p = ProfileParams {
-                transport: TransportKind::Plut,
-                ..Default::default()
-            };
+        let p = |f: fn(&mut ChannelParams)| {
+            let mut p = ChannelParams::new(128 * 1024, 1472);
             p.plut.session = Some(1);
             f(&mut p);
             Plut.init(&p)
         };
         assert!(p(|_| {}).is_ok());
-        assert!(p(|p| p.packet = Some(8972)).is_ok());
-        assert!(p(|p| p.packet = Some(100))
-            .unwrap_err()
-            .to_string()
-            .contains("-M"));
-        assert!(p(|p| p.plut.max_rate = Some(0))
-            .unwrap_err()
-            .to_string()
-            .contains("--plut-max-rate"));
-        assert!(p(|p| p.plut.session = None).is_err());
-        let mut q = ProfileParams {
-            transport: TransportKind::Plut,
-            streams: 4,
-            rate_bps: Some(4_000_000_000),
-            ..Default::default()
+        assert!(p(|p| p.packet = 8972).is_ok());
+        let setting = |e: ChannelError| match e {
+            ChannelError::Setting { setting, .. } => Some(setting),
+            _ => None,
         };
-        assert_eq!(nic_rate(&q), 125e6, "-b is shared by the streams");
+        assert_eq!(
+            setting(p(|p| p.packet = 100).unwrap_err()),
+            Some(Setting::Packet)
+        );
+        assert_eq!(
+            setting(p(|p| p.plut.max_rate = Some(0)).unwrap_err()),
+            Some(Setting::PlutMaxRate)
+        );
+        assert_eq!(
+            setting(p(|p| p.plut.initial_rate = Some(0)).unwrap_err()),
+            Some(Setting::PlutInitialRate)
+        );
+        assert_eq!(
+            setting(p(|p| p.plut.session = None).unwrap_err()),
+            Some(Setting::PlutSession)
+        );
+        let mut q = ChannelParams::new(128 * 1024, 1472);
+        assert_eq!(nic_rate(&q), pio::params::DEFAULT_RATE);
+        q.rate = Some(125e6);
+        assert_eq!(nic_rate(&q), 125e6, "the channel's cap is its NIC rate");
         q.plut.max_rate = Some(1_000_000);
         assert_eq!(nic_rate(&q), 1e6);
     }

@@ -1,16 +1,16 @@
-//! UDT4 data channels over `haul_transport::udt` (the same sockets `haul cp --transport udt`
-//! uses): UDT_MSS = m + 28, UDT_SNDBUF / UDT_RCVBUF, UDP_SNDBUF / UDP_RCVBUF, UDT_MAXBW; RTT and
+//! UDT4 channels over [`crate::udt`] (the same sockets `haul cp --transport udt` uses):
+//! UDT_MSS = m + 28, UDT_SNDBUF / UDT_RCVBUF, UDP_SNDBUF / UDP_RCVBUF, UDT_MAXBW; RTT and
 //! retransmissions from `perfmon`. In a build without `udt.h`, [`AVAILABLE`] is false.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use haul_transport::udt::{self, UdtListener, UdtStream};
-
-use super::{Channel, Connector, Listener, Perf, Recv, POLL};
-use crate::params::{ProfileParams, TransportKind, IP_UDP_HEADER};
-use crate::{ProfileError, Result};
+use super::{
+    Channel, ChannelError, ChannelParams, Connector, Kind, Listener, Perf, Recv, Result, Setting,
+    IP_UDP_HEADER, POLL,
+};
+use crate::udt::{self, UdtListener, UdtStream};
 
 /// Whether UDT4 was compiled in.
 pub const AVAILABLE: bool = udt::AVAILABLE;
@@ -20,9 +20,9 @@ pub const AVAILABLE: bool = udt::AVAILABLE;
 pub struct Udt;
 
 /// θ's UDT options.
-fn options(p: &ProfileParams) -> udt::Options {
+fn options(p: &ChannelParams) -> udt::Options {
     udt::Options {
-        mss: Some(p.packet_size() + IP_UDP_HEADER),
+        mss: Some(p.packet.saturating_add(IP_UDP_HEADER)),
         sndbuf: p.udt.sndbuf,
         rcvbuf: p.udt.rcvbuf,
         udp_sndbuf: p.udt.udp_sndbuf,
@@ -31,44 +31,47 @@ fn options(p: &ProfileParams) -> udt::Options {
     }
 }
 
-/// The error for UDT in a build without UDT4, with haul-transport's one message.
-pub(super) fn unavailable() -> ProfileError {
-    ProfileError::Unavailable("udt".into(), udt::unavailable().to_string())
+/// The error for UDT in a build without UDT4, with [`udt::unavailable`]'s one message.
+pub(super) fn unavailable() -> ChannelError {
+    ChannelError::Unavailable {
+        kind: Kind::Udt,
+        reason: udt::unavailable().to_string(),
+    }
 }
 
 impl Connector for Udt {
-    fn kind(&self) -> TransportKind {
-        TransportKind::Udt
+    fn kind(&self) -> Kind {
+        Kind::Udt
     }
 
-    fn init(&self, p: &ProfileParams) -> Result<()> {
+    fn init(&self, p: &ChannelParams) -> Result<()> {
         if !AVAILABLE {
             return Err(unavailable());
         }
-        if p.packet_size() + IP_UDP_HEADER < 76 {
-            return Err(ProfileError::param(
-                "-M",
-                format!("UDT packet size {} too small", p.packet_size()),
+        if p.packet.saturating_add(IP_UDP_HEADER) < 76 {
+            return Err(ChannelError::setting(
+                Setting::Packet,
+                format!("UDT packet size {} too small", p.packet),
             ));
         }
         Ok(())
     }
 
-    fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, p: &ChannelParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let l = UdtListener::bind(addr, &options(p))
-            .map_err(|e| ProfileError::io(format!("listen on {addr}"), e))?;
+            .map_err(|e| ChannelError::io(format!("listen on {addr}"), e))?;
         Ok(Box::new(UdtListen(l)))
     }
 
     fn connect(
         &self,
-        p: &ProfileParams,
+        p: &ChannelParams,
         local: Option<IpAddr>,
         remote: SocketAddr,
         _timeout: Duration,
     ) -> Result<Box<dyn Channel>> {
         let s = UdtStream::connect(remote, local, &options(p))
-            .map_err(|e| ProfileError::io(format!("connect to {remote}"), e))?;
+            .map_err(|e| ChannelError::io(format!("connect to {remote}"), e))?;
         UdtChannel::boxed(s)
     }
 }
@@ -85,7 +88,7 @@ impl Listener for UdtListen {
         let (s, _) = self
             .0
             .accept_timeout(timeout)
-            .map_err(|e| ProfileError::io(format!("accept on port {port}"), e))?;
+            .map_err(|e| ChannelError::io(format!("accept on port {port}"), e))?;
         UdtChannel::boxed(s)
     }
 }
@@ -98,7 +101,7 @@ impl UdtChannel {
     /// A channel whose receive waits at most [`POLL`].
     fn boxed(s: UdtStream) -> Result<Box<dyn Channel>> {
         s.set_read_timeout(Some(POLL))
-            .map_err(|e| ProfileError::io("receive timeout of a UDT channel", e))?;
+            .map_err(|e| ChannelError::io("receive timeout of a UDT channel", e))?;
         Ok(Box::new(UdtChannel { s }))
     }
 }
@@ -107,7 +110,7 @@ impl Channel for UdtChannel {
     fn send(&mut self, block: &[u8]) -> Result<()> {
         self.s
             .write_all(block)
-            .map_err(|e| ProfileError::io("UDT channel", e))
+            .map_err(|e| ChannelError::io("UDT channel", e))
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<Recv> {
@@ -115,7 +118,7 @@ impl Channel for UdtChannel {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(n)),
             Err(e) if e.kind() == ErrorKind::TimedOut => Ok(Recv::Idle),
-            Err(e) => Err(ProfileError::io("UDT channel", e)),
+            Err(e) => Err(ChannelError::io("UDT channel", e)),
         }
     }
 
@@ -123,7 +126,7 @@ impl Channel for UdtChannel {
         // Waits until UDT has delivered what was sent (a drop would discard it).
         self.s
             .close()
-            .map_err(|e| ProfileError::io("closing a UDT channel", e))
+            .map_err(|e| ChannelError::io("closing a UDT channel", e))
     }
 
     fn perfmon(&self) -> Perf {

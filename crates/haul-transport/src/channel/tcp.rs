@@ -1,6 +1,6 @@
-//! TCP data channels: socket buffers (`-w`), and congestion control, MSS and pacing through
-//! `haul_transport::socket::TcpOptions` (the options every TCP data socket of haul takes); RTT
-//! and retransmissions from TCP_INFO.
+//! TCP channels: socket buffers ([`ChannelParams::buffer`]), and congestion control, MSS and
+//! pacing through [`TcpOptions`](crate::socket::TcpOptions) (the options every TCP data socket
+//! of haul takes); RTT and retransmissions from TCP_INFO.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -9,33 +9,28 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{io_err, Channel, Connector, Listener, Perf, Recv, POLL};
-use crate::params::{ProfileParams, TransportKind};
-use crate::{ProfileError, Result};
+use super::{
+    io_err, set_buffers, Channel, ChannelError, ChannelParams, Connector, Kind, Listener, Perf,
+    Recv, Result, Setting, POLL,
+};
 
 /// Kernel TCP.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tcp;
 
-fn configure(s: &Socket, p: &ProfileParams) -> Result<()> {
-    if let Some(b) = p.buffer {
-        let b = usize::try_from(b).map_err(|_| ProfileError::param("-w", "buffer too large"))?;
-        s.set_send_buffer_size(b)
-            .map_err(|e| io_err("SO_SNDBUF", b, e))?;
-        s.set_recv_buffer_size(b)
-            .map_err(|e| io_err("SO_RCVBUF", b, e))?;
-    }
+fn configure(s: &Socket, p: &ChannelParams) -> Result<()> {
+    set_buffers(s, p.buffer)?;
     p.tcp.apply(s).map_err(|e| {
-        let flag = match e.option {
-            "TCP_CONGESTION" => "--congestion",
-            "TCP_MAXSEG" => "--mss",
-            _ => "--pacing",
+        let setting = match e.option {
+            "TCP_CONGESTION" => Setting::Congestion,
+            "TCP_MAXSEG" => Setting::Mss,
+            _ => Setting::Pacing,
         };
-        ProfileError::param(flag, e.to_string())
+        ChannelError::setting(setting, e.to_string())
     })
 }
 
-fn new_socket(addr: &SocketAddr, p: &ProfileParams) -> Result<Socket> {
+fn new_socket(addr: &SocketAddr, p: &ChannelParams) -> Result<Socket> {
     let s = Socket::new(
         Domain::for_address(*addr),
         Type::STREAM,
@@ -47,15 +42,15 @@ fn new_socket(addr: &SocketAddr, p: &ProfileParams) -> Result<Socket> {
 }
 
 impl Connector for Tcp {
-    fn kind(&self) -> TransportKind {
-        TransportKind::Tcp
+    fn kind(&self) -> Kind {
+        Kind::Tcp
     }
 
-    fn init(&self, _p: &ProfileParams) -> Result<()> {
+    fn init(&self, _p: &ChannelParams) -> Result<()> {
         Ok(())
     }
 
-    fn listen(&self, p: &ProfileParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, p: &ChannelParams, addr: SocketAddr) -> Result<Box<dyn Listener>> {
         let s = new_socket(&addr, p)?;
         s.set_reuse_address(true)
             .map_err(|e| io_err("SO_REUSEADDR", addr, e))?;
@@ -71,7 +66,7 @@ impl Connector for Tcp {
 
     fn connect(
         &self,
-        p: &ProfileParams,
+        p: &ChannelParams,
         local: Option<IpAddr>,
         remote: SocketAddr,
         timeout: Duration,
