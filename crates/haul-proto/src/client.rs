@@ -7,12 +7,17 @@
 //!   `FEAT` and `TYPE I`.
 //! - [`Pipeline`]: matches replies to pipelined commands, oldest first, telling markers and
 //!   preliminary replies from the final one that completes a command.
+//! - [`Transfers`]: sequences pipelined file transfers (`REST`, `RETR` / `ERET` / `STOR`,
+//!   `CKSM`, and `ABOR`) within a window of files, telling the driver when to move data and how
+//!   each file ended.
 
 mod login;
 mod pipeline;
+mod transfer;
 
 pub use login::{Action, Login, LoginError};
 pub use pipeline::{Event, Pipeline, PipelineError};
+pub use transfer::{Direction, FileEvent, FileOp, TransferError, Transfers};
 
 #[cfg(test)]
 mod tests;

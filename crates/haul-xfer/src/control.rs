@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use haul_proto::client::{FileEvent, TransferError, Transfers};
 use haul_proto::{Action, Command, Login, LoginError, Pipeline, PipelineError, Reply, ReplyParser};
 use haul_transport::Conn;
 
@@ -203,6 +204,47 @@ impl Control {
             return Err(XferError::from_reply(&self.name, cmd, &r));
         }
         Ok(r)
+    }
+}
+
+/// Pipelined file transfers: the sans-IO [`Transfers`] decides what to write and what each
+/// reply means; these move its commands and replies.
+impl Control {
+    /// Writes every command `t` has due now (its window allows).
+    pub fn send_due(&mut self, t: &mut Transfers) -> Result<(), XferError> {
+        while let Some(cmd) = t.poll_command() {
+            self.send(&cmd)?;
+        }
+        Ok(())
+    }
+
+    /// The next event of `t`: one a reply already left, else what the replies read next mean.
+    /// A reply out of sequence fails as the refusal of the command it answers.
+    pub fn transfer_event(&mut self, t: &mut Transfers) -> Result<FileEvent, XferError> {
+        loop {
+            if let Some(ev) = t.poll_event() {
+                return Ok(ev);
+            }
+            if t.outstanding() == 0 {
+                return Err(XferError::Internal(
+                    "waited for a transfer event with no command outstanding".into(),
+                ));
+            }
+            let r = self.reply()?;
+            match t.handle_reply(r) {
+                Ok(Some(ev)) => return Ok(ev),
+                Ok(None) => {}
+                Err(TransferError::Unexpected { command, reply, .. }) => {
+                    return Err(XferError::from_reply(&self.name, &command, &reply));
+                }
+                Err(TransferError::Unsolicited(r)) => {
+                    return Err(XferError::Protocol {
+                        host: self.name.clone(),
+                        reply: format!("{r} (a reply to no command sent)"),
+                    });
+                }
+            }
+        }
     }
 }
 

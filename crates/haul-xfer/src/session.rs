@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use haul_proto::command::{Restart, TransferMode};
+use haul_proto::command::TransferMode;
 use haul_proto::{Command, RangeSet};
 use haul_transport::io::{Sink, Source};
 use haul_transport::mode_e::Progress;
@@ -123,6 +123,14 @@ pub struct ItemResult {
     pub local_cksm: Option<String>,
     /// Ranges the server reported written (111 markers), uploads only.
     pub markers: RangeSet,
+}
+
+/// The item a [`haul_proto::client::FileEvent`] names: items are pushed in order, so file `i`
+/// is `items[i]`.
+fn item_at<T>(items: &[T], file: usize) -> Result<&T, XferError> {
+    items
+        .get(file)
+        .ok_or_else(|| XferError::Internal(format!("an event for file {file} of {}", items.len())))
 }
 
 /// The `CKSM` command for the whole of `path`.
@@ -303,19 +311,6 @@ impl Session {
             ));
         }
         Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
-    }
-
-    /// Reads the reply to a queued `REST` of the ranges `have`, which must accept them (350).
-    fn rest_reply(&mut self, have: &RangeSet) -> Result<(), XferError> {
-        let r = self.ctl.final_reply(&mut |_| {})?;
-        if r.code != 350 {
-            return Err(XferError::from_reply(
-                &self.ctl.name,
-                &Command::Rest(Restart::Ranges(have.clone())),
-                &r,
-            ));
-        }
-        Ok(())
     }
 
     /// Reads the reply to a queued `CKSM` and returns its digest.

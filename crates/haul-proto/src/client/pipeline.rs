@@ -93,6 +93,15 @@ impl<T> Pipeline<T> {
         self.outstanding.push_back(tag);
     }
 
+    /// Records a command the server answers right after the oldest outstanding command's final
+    /// reply, ahead of the commands queued behind that one: `ABOR`, which a server acts on while
+    /// a transfer runs (RFC 959 §4.1.3), answering the transfer and then the `ABOR`. With
+    /// nothing outstanding it is simply the next command.
+    pub fn push_next(&mut self, tag: T) {
+        let at = self.outstanding.len().min(1);
+        self.outstanding.insert(at, tag);
+    }
+
     /// Commands written and not yet finally answered.
     pub fn len(&self) -> usize {
         self.outstanding.len()

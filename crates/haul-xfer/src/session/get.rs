@@ -1,19 +1,20 @@
-//! Pipelined MODE E downloads: we listen and send `PORT`, then keep up to a window of
-//! `REST`/`RETR` (or `ERET`)/`CKSM` commands in flight, receiving each file while the server
-//! sends it and hashing our copy on the way in or while the server hashes its own.
+//! Pipelined MODE E downloads: we listen and send `PORT`, then keep up to a window of files'
+//! `REST`/`RETR` (or `ERET`)/`CKSM` commands in flight, as haul-proto's sans-IO [`Transfers`]
+//! sequences them, receiving each file while the server sends it and hashing our copy on the
+//! way in or while the server hashes its own.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use haul_proto::command::Restart;
+use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
 use haul_proto::Command;
 use haul_transport::io::Sink;
 use haul_transport::mode_e;
 use haul_transport::net::DataListener;
 
 use super::data::ListenAcceptor;
-use super::{cksm_of, DataParams, DataState, GetItem, ItemResult, Session};
+use super::{item_at, DataParams, DataState, GetItem, ItemResult, Session};
 use crate::checksum::{Algorithm, HashingSink};
 use crate::error::XferError;
 
@@ -22,6 +23,17 @@ const FOLLOW_MIN: u64 = 8 << 20;
 
 /// Our digest of a downloaded file, computed on another thread (which may have panicked).
 type LocalDigest = std::thread::Result<Result<String, XferError>>;
+
+/// What [`Transfers`] is to do for `it`.
+fn get_op(it: &GetItem<'_>) -> FileOp {
+    FileOp {
+        direction: Direction::Get,
+        path: it.path.clone(),
+        eret: it.eret,
+        restart: it.have.clone(),
+        cksm: it.cksm.map(|(alg, _)| alg.name().to_string()),
+    }
+}
 
 /// The command that fetches `it`: `ERET P` for a partial read, else `RETR`.
 pub(super) fn retr_of(it: &GetItem<'_>) -> Command {
@@ -72,7 +84,8 @@ impl Session {
         Ok(())
     }
 
-    /// Downloads `items` in order with up to `depth` commands in flight (pipelining).
+    /// Downloads `items` in order with the commands of up to `depth` files in flight
+    /// (pipelining), as haul-proto's [`Transfers`] sequences them.
     ///
     /// `leave` is asked after each item: when it says yes and items remain, the results so far
     /// are returned (fewer than `items`) and the rest were not received. The commands already
@@ -89,15 +102,14 @@ impl Session {
     ) -> Result<Vec<ItemResult>, XferError> {
         self.usable()?;
         self.ready_download(p)?;
-        let depth = depth.max(1);
+        let mut t = Transfers::new(depth);
+        for it in items {
+            t.push(get_op(it));
+        }
         let mut results = Vec::with_capacity(items.len());
-        let mut sent = 0;
-        for (i, item) in items.iter().enumerate() {
-            while sent < items.len() && sent < i + depth {
-                self.send_get(&items[sent])?;
-                sent += 1;
-            }
-            results.push(self.finish_get(item)?);
+        while !t.is_done() {
+            self.send_get(&mut t)?;
+            results.push(self.finish_get(&mut t, items)?);
             if results.len() < items.len() && leave() {
                 self.abandoned = true;
                 break;
@@ -106,43 +118,47 @@ impl Session {
         Ok(results)
     }
 
-    /// Sends the commands for one file: `REST` with the ranges held, `RETR` or `ERET`, and
-    /// `CKSM` when its checksum is wanted.
-    fn send_get(&mut self, it: &GetItem<'_>) -> Result<(), XferError> {
-        if let Some(h) = &it.have {
-            self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
-        }
-        self.ctl.send(&retr_of(it))?;
-        if let Some((alg, _)) = it.cksm {
-            self.ctl.send(&cksm_of(alg, &it.path))?;
-        }
-        Ok(())
+    /// Writes the commands the window allows: for each file `REST` with the ranges held, `RETR`
+    /// or `ERET`, and `CKSM` when its checksum is wanted.
+    fn send_get(&mut self, t: &mut Transfers) -> Result<(), XferError> {
+        self.ctl.send_due(t)
     }
 
-    /// Reads the replies to one file's commands and receives the file, checking that all of it
-    /// arrived and, when asked, getting both checksums.
-    fn finish_get(&mut self, item: &GetItem<'_>) -> Result<ItemResult, XferError> {
-        if let Some(h) = &item.have {
-            self.rest_reply(h)?;
-        }
-        let retr = retr_of(item);
-        let r = self.ctl.final_reply(&mut |_| {})?;
-        if !r.is_preliminary() {
-            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
-        }
-        let ready = self.receive_hashing(item)?;
-        let r = self.ctl.final_reply(&mut |_| {})?;
-        if !r.is_success() {
-            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
-        }
-        self.check_complete(item)?;
+    /// Reads replies until the oldest file in flight is done, receiving it when its transfer
+    /// starts, checking that all of it arrived and, when asked, getting both checksums. The
+    /// first refusal of any of its commands fails the batch.
+    fn finish_get(
+        &mut self,
+        t: &mut Transfers,
+        items: &[GetItem<'_>],
+    ) -> Result<ItemResult, XferError> {
+        let mut ready = None;
         let mut res = ItemResult::default();
-        if let Some((alg, local)) = item.cksm {
-            let (server, mine) = self.cksm_pair(&item.path, alg, local, ready)?;
-            res.server_cksm = server;
-            res.local_cksm = Some(mine);
+        loop {
+            match self.ctl.transfer_event(t)? {
+                FileEvent::DataStart { file, .. } => {
+                    ready = self.receive_hashing(item_at(items, file)?)?;
+                }
+                FileEvent::Moved { file } => {
+                    let item = item_at(items, file)?;
+                    self.check_complete(item)?;
+                    if let Some((alg, local)) = item.cksm {
+                        let (server, mine) = self.cksm_pair(t, alg, local, ready.take())?;
+                        res.server_cksm = server;
+                        res.local_cksm = Some(mine);
+                    }
+                }
+                FileEvent::Done { .. } => return Ok(res),
+                FileEvent::Failed { command, reply, .. } => {
+                    return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
+                }
+                // A sending server's markers say nothing about what we hold.
+                FileEvent::RestartMarker { .. }
+                | FileEvent::Perf { .. }
+                | FileEvent::Checksum { .. }
+                | FileEvent::Aborted { .. } => {}
+            }
         }
-        Ok(res)
     }
 
     /// Receives one file, hashing it on the way in when its checksum is wanted; returns our
@@ -183,11 +199,12 @@ impl Session {
         Ok(followed.or(hashed.map(|d| Ok(Ok(d)))))
     }
 
-    /// Reads the reply to the queued `CKSM` of `path`, hashing our copy at `local` meanwhile
-    /// unless `ready` already holds its digest; returns the server's digest and ours.
+    /// Reads the replies up to the server's digest of the file just moved (its queued `CKSM`),
+    /// hashing our copy at `local` meanwhile unless `ready` already holds its digest; returns
+    /// the server's digest and ours.
     fn cksm_pair(
         &mut self,
-        path: &str,
+        t: &mut Transfers,
         alg: Algorithm,
         local: &Path,
         ready: Option<LocalDigest>,
@@ -196,7 +213,7 @@ impl Session {
             let h = ready
                 .is_none()
                 .then(|| s.spawn(move || crate::checksum::checksum_path(local, alg)));
-            (self.cksm_reply(alg, path), h.map(|h| h.join()))
+            (self.cksm_event(t), h.map(|h| h.join()))
         });
         let server = reply?;
         let joined = ready
@@ -205,6 +222,24 @@ impl Session {
         let mine =
             joined.unwrap_or_else(|_| Err(XferError::Usage("checksum thread panicked".into())))?;
         Ok((server, mine))
+    }
+
+    /// Reads replies until the server's digest of the file whose data just moved.
+    fn cksm_event(&mut self, t: &mut Transfers) -> Result<Option<String>, XferError> {
+        loop {
+            match self.ctl.transfer_event(t)? {
+                FileEvent::Checksum { digest, .. } => return Ok(Some(digest.to_ascii_lowercase())),
+                FileEvent::Failed { command, reply, .. } => {
+                    return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
+                }
+                FileEvent::RestartMarker { .. } | FileEvent::Perf { .. } => {}
+                ev => {
+                    return Err(XferError::Internal(format!(
+                        "{ev:?} while waiting for a checksum"
+                    )))
+                }
+            }
+        }
     }
 
     /// Fails unless the ranges received plus those already held cover the whole of what was

@@ -1,14 +1,15 @@
-//! Pipelined MODE E uploads: we send `PASV` and connect, then keep up to a window of
-//! `REST`/`STOR`/`CKSM` commands in flight, sending each file while reading the server's
-//! restart markers.
+//! Pipelined MODE E uploads: we send `PASV` and connect, then keep up to a window of files'
+//! `REST`/`STOR`/`CKSM` commands in flight, as haul-proto's sans-IO [`Transfers`] sequences
+//! them, sending each file while reading the server's restart markers.
 
-use haul_proto::command::Restart;
-use haul_proto::{Command, Reply};
-use haul_transport::mode_e;
+use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
+use haul_proto::{Command, RangeSet};
+use haul_transport::mode_e::{self, Progress};
 use haul_transport::net::RawConn;
 
 use super::data::{self, prepare};
-use super::{cksm_of, DataParams, DataState, ItemResult, PutItem, Session};
+use super::{item_at, DataParams, DataState, ItemResult, PutItem, Session};
+use crate::control::Control;
 use crate::error::XferError;
 
 impl Session {
@@ -41,7 +42,8 @@ impl Session {
         Ok(())
     }
 
-    /// Uploads `items` in order with up to `depth` commands in flight (pipelining).
+    /// Uploads `items` in order with the commands of up to `depth` files in flight
+    /// (pipelining), as haul-proto's [`Transfers`] sequences them.
     pub fn put_many(
         &mut self,
         items: &[PutItem<'_>],
@@ -49,61 +51,66 @@ impl Session {
         depth: usize,
     ) -> Result<Vec<ItemResult>, XferError> {
         self.ready_upload(p)?;
-        let depth = depth.max(1);
+        let mut t = Transfers::new(depth);
+        for it in items {
+            t.push(put_op(it));
+        }
         let mut results = Vec::with_capacity(items.len());
-        let mut sent = 0;
-        for (i, item) in items.iter().enumerate() {
-            while sent < items.len() && sent < i + depth {
-                self.send_put(&items[sent])?;
-                sent += 1;
-            }
-            results.push(self.finish_put(item, p.block)?);
+        while !t.is_done() {
+            self.send_put(&mut t)?;
+            results.push(self.finish_put(&mut t, items, p.block)?);
         }
         Ok(results)
     }
 
-    /// Sends the commands for one file: `REST` with the ranges the server holds, `STOR`, and
-    /// `CKSM` when its checksum is wanted.
-    fn send_put(&mut self, it: &PutItem<'_>) -> Result<(), XferError> {
-        if let Some(h) = &it.have {
-            self.ctl.send(&Command::Rest(Restart::Ranges(h.clone())))?;
-        }
-        self.ctl.send(&Command::Stor(it.path.clone()))?;
-        if let Some(alg) = it.cksm {
-            self.ctl.send(&cksm_of(alg, &it.path))?;
-        }
-        Ok(())
+    /// Writes the commands the window allows: for each file `REST` with the ranges the server
+    /// holds, `STOR`, and `CKSM` when its checksum is wanted.
+    fn send_put(&mut self, t: &mut Transfers) -> Result<(), XferError> {
+        self.ctl.send_due(t)
     }
 
-    /// Reads the replies to one file's commands and sends the file in MODE E blocks of `block`
-    /// bytes; the result holds the ranges the server reported written and, when asked, its
-    /// checksum.
-    fn finish_put(&mut self, item: &PutItem<'_>, block: usize) -> Result<ItemResult, XferError> {
-        if let Some(h) = &item.have {
-            self.rest_reply(h)?;
+    /// Reads replies until the oldest file in flight is done, sending it in MODE E blocks of
+    /// `block` bytes when its `STOR` starts; the result holds the ranges the server reported
+    /// written and, when asked, its checksum. The first refusal of any of its commands fails
+    /// the batch.
+    fn finish_put(
+        &mut self,
+        t: &mut Transfers,
+        items: &[PutItem<'_>],
+        block: usize,
+    ) -> Result<ItemResult, XferError> {
+        let mut res = ItemResult::default();
+        loop {
+            match self.ctl.transfer_event(t)? {
+                FileEvent::DataStart { file, .. } => {
+                    let item = item_at(items, file)?;
+                    self.send_data(t, item, block)?;
+                    res.markers = item.progress.ranges();
+                }
+                FileEvent::RestartMarker { file, ranges } => {
+                    hold(item_at(items, file)?.progress, &ranges);
+                }
+                FileEvent::Checksum { digest, .. } => {
+                    res.server_cksm = Some(digest.to_ascii_lowercase());
+                }
+                FileEvent::Done { .. } => return Ok(res),
+                FileEvent::Failed { command, reply, .. } => {
+                    return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
+                }
+                FileEvent::Moved { .. } | FileEvent::Perf { .. } | FileEvent::Aborted { .. } => {}
+            }
         }
-        let stor = Command::Stor(item.path.clone());
-        let r = self.ctl.final_reply(&mut |_| {})?;
-        if !r.is_preliminary() {
-            return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
-        }
-        let r = self.send_data(item, block)?;
-        if !r.is_success() {
-            return Err(XferError::from_reply(&self.ctl.name, &stor, &r));
-        }
-        let mut res = ItemResult {
-            markers: item.progress.ranges(),
-            ..ItemResult::default()
-        };
-        if let Some(alg) = item.cksm {
-            res.server_cksm = self.cksm_reply(alg, &item.path)?;
-        }
-        Ok(res)
     }
 
     /// Sends the ranges of `item` the server lacks on the data connections (readying those
-    /// opened before the first `STOR`) and returns the `STOR`'s final reply.
-    fn send_data(&mut self, item: &PutItem<'_>, block: usize) -> Result<Reply, XferError> {
+    /// opened before the first `STOR`) while reading the replies up to the `STOR`'s final one,
+    /// journaling the server's restart markers as they arrive.
+    fn send_data(
+        &mut self,
+        t: &mut Transfers,
+        item: &PutItem<'_>,
+        block: usize,
+    ) -> Result<(), XferError> {
         let ranges: Vec<(u64, u64)> = match &item.have {
             Some(h) => h.missing(item.len),
             None => vec![(0, item.len)],
@@ -128,24 +135,58 @@ impl Session {
         // Send on the data connections while reading 111/112 markers on the control
         // connection, so restart markers are journaled as they arrive.
         let ctl = &mut self.ctl;
-        let (reply, sent) = std::thread::scope(|s| {
+        let (end, sent) = std::thread::scope(|s| {
             let h =
                 s.spawn(|| mode_e::send(cached, item.src, &ranges, block, item.progress, false));
-            let reply = ctl.final_reply(&mut |m| {
-                if m.code == 111 {
-                    if let (Some(rs), Ok(mut have)) = (
-                        haul_proto::markers::parse_range_marker(&m.text()),
-                        item.progress.ranges.lock(),
-                    ) {
-                        have.union(&rs);
-                    }
-                }
-            });
-            (reply, h.join())
+            (data_end(ctl, t, item), h.join())
         });
-        let r = reply?;
+        let end = end?;
         sent.unwrap_or_else(|_| Err(std::io::Error::other("sender panicked")))
             .map_err(|e| XferError::io(&format!("sending {}", item.path), e))?;
-        Ok(r)
+        end
+    }
+}
+
+/// What [`Transfers`] is to do for `it`.
+fn put_op(it: &PutItem<'_>) -> FileOp {
+    FileOp {
+        direction: Direction::Put,
+        path: it.path.clone(),
+        eret: None,
+        restart: it.have.clone(),
+        cksm: it.cksm.map(|alg| alg.name().to_string()),
+    }
+}
+
+/// Adds the ranges a restart marker names to those the server holds of a file.
+fn hold(progress: &Progress, ranges: &RangeSet) {
+    if let Ok(mut have) = progress.ranges.lock() {
+        have.union(ranges);
+    }
+}
+
+/// Reads replies during the data phase of `item` up to its `STOR`'s final reply, journaling
+/// restart markers. Outer error: the control connection failed (or replied out of sequence);
+/// inner: the server refused the transfer.
+fn data_end(
+    ctl: &mut Control,
+    t: &mut Transfers,
+    item: &PutItem<'_>,
+) -> Result<Result<(), XferError>, XferError> {
+    loop {
+        match ctl.transfer_event(t)? {
+            FileEvent::RestartMarker { ranges, .. } => hold(item.progress, &ranges),
+            FileEvent::Perf { .. } => {}
+            FileEvent::Moved { .. } => return Ok(Ok(())),
+            FileEvent::Failed { command, reply, .. } => {
+                return Ok(Err(XferError::from_reply(&ctl.name, &command, &reply)));
+            }
+            ev => {
+                return Err(XferError::Internal(format!(
+                    "{ev:?} while sending {}",
+                    item.path
+                )))
+            }
+        }
     }
 }
