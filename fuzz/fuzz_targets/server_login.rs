@@ -104,6 +104,7 @@ fn drive(
                 assert!(s.is_closed());
                 return true;
             }
+            other => panic!("the login machine never asks for {other:?}"),
         }
     }
     assert!(!verdict_due && !s.is_closed());

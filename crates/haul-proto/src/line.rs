@@ -88,9 +88,66 @@ impl LineBuffer {
     }
 }
 
+impl LineBuffer {
+    /// Where the first complete line for which `pred` holds lies in the buffer (start, end
+    /// including its newline); none while the rest of an over-long line is being dropped.
+    fn find_line(&self, pred: impl Fn(&str) -> bool) -> Option<(usize, usize)> {
+        if self.discarding {
+            return None;
+        }
+        let mut start = 0;
+        for (i, &b) in self.buf.iter().enumerate() {
+            if b != b'\n' {
+                continue;
+            }
+            let line = &self.buf[start..i];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if std::str::from_utf8(line).is_ok_and(&pred) {
+                return Some((start, i + 1));
+            }
+            start = i + 1;
+        }
+        None
+    }
+
+    /// True when a complete line held satisfies `pred`.
+    pub fn contains_line(&self, pred: impl Fn(&str) -> bool) -> bool {
+        self.find_line(pred).is_some()
+    }
+
+    /// Takes the first complete line held that satisfies `pred` out of the buffer, wherever
+    /// it is among the lines held (the others keep their order); true if one was taken. For
+    /// commands that act at once, such as `ABOR` (RFC 959 §4.1.3).
+    pub fn remove_line(&mut self, pred: impl Fn(&str) -> bool) -> bool {
+        let Some((start, end)) = self.find_line(pred) else {
+            return false;
+        };
+        self.buf.drain(start..end);
+        self.scanned = 0;
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_is_taken_from_among_the_others() {
+        let mut b = LineBuffer::new(100);
+        b.extend(b"CKSM MD5 0 -1 f\r\nabor\r\nNOOP\nABOR");
+        let abor = |l: &str| l.trim().eq_ignore_ascii_case("ABOR");
+        assert!(b.contains_line(abor));
+        assert!(b.remove_line(abor));
+        assert!(
+            !b.contains_line(abor),
+            "the unterminated ABOR is not a line yet"
+        );
+        assert_eq!(b.next_line().unwrap().as_deref(), Some("CKSM MD5 0 -1 f"));
+        assert_eq!(b.next_line().unwrap().as_deref(), Some("NOOP"));
+        b.extend(b"\r\n");
+        assert_eq!(b.next_line().unwrap().as_deref(), Some("ABOR"));
+    }
 
     #[test]
     fn splits_crlf_and_lf() {

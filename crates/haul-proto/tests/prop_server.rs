@@ -110,6 +110,7 @@ impl Check {
                     assert!(self.unanswered.is_empty(), "StartTls with commands queued");
                 }
                 ServerAction::Close => self.closed = true,
+                other => panic!("the login machine never asks for {other:?}"),
             }
         }
         assert_eq!(s.is_closed(), self.closed);

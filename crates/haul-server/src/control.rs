@@ -214,24 +214,8 @@ impl Control {
     pub fn peek_line(&mut self) -> Option<&str> {
         if self.peeked.is_none() {
             let mut next = self.buffered();
-            if next.is_none() {
-                if let Stream::Plain(s) = &self.stream {
-                    let mut buf = [0u8; 4096];
-                    use std::os::fd::AsRawFd;
-                    // SAFETY: a valid socket and a writable buffer of the given length.
-                    let n = unsafe {
-                        libc::recv(
-                            s.as_raw_fd(),
-                            buf.as_mut_ptr().cast(),
-                            buf.len(),
-                            libc::MSG_DONTWAIT,
-                        )
-                    };
-                    if n > 0 {
-                        self.lines.extend(&buf[..n as usize]);
-                        next = self.buffered();
-                    }
-                }
+            if next.is_none() && self.fill_now() {
+                next = self.buffered();
             }
             self.peeked = next;
         }
@@ -239,6 +223,50 @@ impl Control {
             Some(Input::Line(l)) => Some(l),
             _ => None,
         }
+    }
+
+    /// Reads what the client has already sent, without waiting (plain connections only: a TLS
+    /// record cannot be read in part); true if anything arrived.
+    fn fill_now(&mut self) -> bool {
+        let Stream::Plain(s) = &self.stream else {
+            return false;
+        };
+        let mut buf = [0u8; 4096];
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid socket and a writable buffer of the given length.
+        let n = unsafe {
+            libc::recv(
+                s.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n > 0 {
+            self.lines.extend(&buf[..n as usize]);
+        }
+        n > 0
+    }
+
+    /// True when the client has already sent `ABOR`, as its next command or behind other
+    /// pipelined ones (RFC 959 §4.1.3: `ABOR` acts at once).
+    pub fn abor_pending(&mut self) -> bool {
+        if matches!(&self.peeked, Some(Input::Line(l)) if is_abor(l)) {
+            return true;
+        }
+        self.fill_now();
+        self.lines.contains_line(is_abor)
+    }
+
+    /// Takes an `ABOR` the client has already sent (see [`Control::abor_pending`]) out of the
+    /// lines it sent; true when one was taken.
+    pub fn take_abor(&mut self) -> bool {
+        if matches!(&self.peeked, Some(Input::Line(l)) if is_abor(l)) {
+            self.peeked = None;
+            return true;
+        }
+        self.fill_now();
+        self.lines.remove_line(is_abor)
     }
 
     /// Runs the TLS handshake (after `234` was sent). Bytes pipelined after `AUTH TLS` in
@@ -265,4 +293,9 @@ impl Control {
         }
         let _ = self.tcp.shutdown(std::net::Shutdown::Both);
     }
+}
+
+/// Whether a command line is `ABOR`.
+fn is_abor(line: &str) -> bool {
+    line.trim().eq_ignore_ascii_case("ABOR")
 }

@@ -14,10 +14,11 @@
 //!
 //! Watch: while data moves on a worker thread, the session thread sends markers, and cuts the
 //! phase short (shuts its sockets down, so blocked reads and writes return at once) when the
-//! client closes its control connection or no byte has moved for the data timeout.
+//! client closes its control connection, sends `ABOR`, or no byte has moved for the data
+//! timeout.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -61,8 +62,6 @@ pub struct DataState {
     pub cached: Vec<Conn>,
     /// Streams to open when sending (OPTS RETR Parallelism).
     pub parallelism: usize,
-    /// TCP buffer size for new data connections (SBUF).
-    pub sbuf: Option<usize>,
     /// What carries new data connections (`SITE SETNETSTACK`).
     pub stack: NetStack,
 }
@@ -80,46 +79,7 @@ impl DataState {
     }
 }
 
-/// The one host a session's data connections may reach, unless third-party transfers are
-/// allowed.
-#[derive(Debug, Clone, Copy)]
-pub struct Peers {
-    /// The control connection's peer.
-    pub client: IpAddr,
-    /// The user may move data to and from other hosts.
-    pub third_party: bool,
-}
-
-/// An address as the kernel reports it for either family (`::ffff:a.b.c.d` is `a.b.c.d`).
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-impl Peers {
-    /// Whether a data connection may be made to or accepted from `ip`.
-    pub fn allows(&self, ip: IpAddr) -> bool {
-        self.third_party || canonical(ip) == canonical(self.client)
-    }
-
-    /// Why `PORT`/`EPRT`/`SPOR` may not name `addr`, if it may not.
-    pub fn refuse_port(&self, addr: &SocketAddr) -> Option<String> {
-        if addr.port() < 1024 {
-            return Some(format!(
-                "{addr}: privileged ports are never data ports (RFC 2577)"
-            ));
-        }
-        if !self.allows(addr.ip()) {
-            return Some(format!(
-                "{addr}: data connections go only to this session's client ({}); third-party transfers need the third-party permission",
-                self.client
-            ));
-        }
-        None
-    }
-}
+pub use haul_proto::server::Peers;
 
 /// Cuts a data phase short: holds a second handle of every data socket the phase uses and shuts
 /// them all down on [`Cut::cut`].
@@ -394,38 +354,12 @@ pub fn watched<T: Send>(
             if ctl.client_gone(Duration::ZERO) {
                 cut.cut("the client closed its control connection");
             }
+            if ctl.abor_pending() {
+                cut.cut("aborted by the client (ABOR)");
+            }
         }
         worker
             .join()
             .map_err(|_| io::Error::other("data thread panicked"))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_client_is_a_peer_unless_third_party_is_allowed() {
-        let client: IpAddr = "192.0.2.7".parse().unwrap();
-        let p = Peers {
-            client,
-            third_party: false,
-        };
-        assert!(p.allows("::ffff:192.0.2.7".parse().unwrap()));
-        assert!(!p.allows("192.0.2.8".parse().unwrap()));
-        assert!(p.refuse_port(&"192.0.2.7:5000".parse().unwrap()).is_none());
-        assert!(p.refuse_port(&"192.0.2.8:5000".parse().unwrap()).is_some());
-        assert!(
-            p.refuse_port(&"192.0.2.7:25".parse().unwrap()).is_some(),
-            "privileged port"
-        );
-        let open = Peers {
-            client,
-            third_party: true,
-        };
-        assert!(open
-            .refuse_port(&"198.51.100.1:5000".parse().unwrap())
-            .is_none());
-    }
 }

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::mpsc;
 
 use haul_proto::hostport::{format_port, parse_port};
-use haul_proto::{PerfMarker, Reply};
+use haul_proto::{Command, PerfMarker, Reply};
 use haul_transport::io::{Null, Sink, Source, Zero};
 use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, params, Tuning};
@@ -48,6 +48,23 @@ impl PlutState {
 }
 
 impl Session<'_> {
+    /// RETR, ERET and STOR once the client selected PLUT: the session machine forwards them,
+    /// and they are run and answered here.
+    pub(crate) fn plut_command(&mut self, cmd: Command) -> io::Result<()> {
+        match cmd {
+            Command::Retr(p) => self.plut_retr(&p, None),
+            Command::Eret {
+                offset,
+                length,
+                path,
+            } => self.plut_retr(&path, Some((offset, length))),
+            Command::Stor(p) => self.plut_stor(&p),
+            other => self
+                .ctl
+                .reply(503, format!("{} is not a PLUT transfer.", other.verb())),
+        }
+    }
+
     /// `OPTS HAUL Transport=plut;Mds=N;Rate=B;` or `Transport=tcp;`.
     pub(crate) fn plut_opts(&mut self, options: &str) -> io::Result<()> {
         match params::parse_opts(options) {
@@ -60,6 +77,7 @@ impl Session<'_> {
                     params: p,
                     flow: None,
                 };
+                self.machine.set_own_transfers(p.is_some());
                 let t = if p.is_some() { "PLUT" } else { "TCP" };
                 self.ctl
                     .reply(200, format!("OPTS HAUL: transfers use {t}."))
@@ -138,7 +156,7 @@ impl Session<'_> {
 
     /// RETR / ERET over PLUT: send the file (or the ERET range) to the named flow.
     pub(crate) fn plut_retr(&mut self, arg: &str, eret: Option<(u64, u64)>) -> io::Result<()> {
-        let rest = self.rest.take();
+        let rest = self.machine.transfers().take_rest();
         let Some(Flow::Send { peer, session }) = self.plut.flow.take() else {
             return self
                 .ctl
@@ -225,7 +243,7 @@ impl Session<'_> {
 
     /// STOR over PLUT: receive into a part file and rename it over the target once complete.
     pub(crate) fn plut_stor(&mut self, arg: &str) -> io::Result<()> {
-        let rest = self.rest.take();
+        let rest = self.machine.transfers().take_rest();
         let Some(Flow::Receive { sock, session, len }) = self.plut.flow.take() else {
             return self
                 .ctl

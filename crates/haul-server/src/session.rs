@@ -1,12 +1,14 @@
 //! One control session: login, then commands processed strictly in order (pipelined lines
 //! wait in the line buffer while a transfer runs), with replies that name the cause of every
-//! failure. `dispatch` hands each command to haul-proto's `server::Login`, which answers the
-//! login family (USER, PASS, AUTH, PBSZ, PROT, QUIT) and refuses what needs a login first;
-//! `login` performs its actions (the TLS upgrade, the password check with its back-off), and
-//! `route` sends what it forwards to its family: `feat` (FEAT, OPTS, SITE, HELP and the other
-//! commands about the server), `fs` (the file-system commands, with `cksm` for CKSM) and `data`
-//! (the settings of the next transfer and the data-channel commands, which live in `transfer`,
-//! `upload` and `plut_transfer`).
+//! failure. `dispatch` hands each command to haul-proto's `server::Session` machine, which
+//! answers the login family (USER, PASS, AUTH, PBSZ, PROT, QUIT), refuses what needs a login
+//! first, and answers the data-transfer family (the settings of the next transfer, PORT / PASV
+//! and their kin, and each transfer's reply sequence, ABOR included). `login` performs its
+//! actions (the TLS upgrade, the password check with its back-off), `data` its data-channel
+//! actions (listeners, transfers, which run in `transfer` and `upload`), and `route` sends what it
+//! forwards to its family: `feat` (FEAT, OPTS, SITE, HELP and the other commands about the
+//! server), `fs` (the file-system commands, with `cksm` for CKSM) and PLUT's transfers
+//! (`plut_transfer`), which it runs itself.
 
 mod cksm;
 mod data;
@@ -21,8 +23,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use haul_proto::command::TransferMode;
-use haul_proto::server::LoginConfig;
+use haul_proto::server::{DataConfig, LoginConfig};
 use haul_proto::{Command, CommandError};
 
 use crate::auth::{Access, Users};
@@ -64,14 +65,13 @@ pub enum Flow {
 pub struct Session<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) ctl: Control,
-    /// The login machine: greeting, login family, refusals before the login.
-    login: haul_proto::server::Login,
+    /// The session machine: greeting, login family, refusals before the login, the settings
+    /// and reply sequence of transfers.
+    pub(crate) machine: haul_proto::server::Session,
     pub(crate) access: Option<Access>,
     anonymous: bool,
     pub(crate) cwd: String,
-    pub(crate) mode: TransferMode,
     pub(crate) data: DataState,
-    pub(crate) rest: Option<haul_proto::command::Restart>,
     rename_from: Option<String>,
     /// `PROT P` is in force (kept from the login machine after each command).
     pub(crate) prot_private: bool,
@@ -114,21 +114,24 @@ impl<'a> Session<'a> {
     /// A new session on an accepted control connection.
     pub fn new(shared: &'a Shared, ctl: Control) -> io::Result<Session<'a>> {
         let peer = ctl.peer_ip()?;
-        let login = haul_proto::server::Login::new(LoginConfig {
+        let login = LoginConfig {
             require_tls: shared.cfg.require_tls,
             tls_available: shared.tls.is_some(),
             max_failures: haul_proto::server::MAX_LOGIN_FAILURES,
-        });
+        };
+        let data = DataConfig {
+            max_parallelism: shared.cfg.max_parallelism,
+            require_tls: shared.cfg.require_tls,
+        };
+        let machine = haul_proto::server::Session::new(login, data, peer);
         Ok(Session {
             shared,
             ctl,
-            login,
+            machine,
             access: None,
             anonymous: false,
             cwd: "/".to_string(),
-            mode: TransferMode::Stream,
             data: DataState::default(),
-            rest: None,
             rename_from: None,
             prot_private: false,
             plut: Default::default(),
@@ -230,28 +233,14 @@ impl<'a> Session<'a> {
         ) {
             self.ctl.flush()?;
         }
-        self.login.handle_command(cmd);
+        self.machine.handle_command(cmd);
         self.perform()
     }
 
-    /// Answers a command the login machine forwarded (it may run now) by routing it to its
+    /// Answers a command the session machine forwarded (it may run now) by routing it to its
     /// family.
     fn route(&mut self, cmd: Command) -> io::Result<()> {
         match cmd {
-            Command::User(_)
-            | Command::Pass(_)
-            | Command::Auth(_)
-            | Command::Pbsz(_)
-            | Command::Prot(_)
-            | Command::Quit => {
-                // The login machine answers these itself; should it ever forward one, the
-                // client gets a refusal rather than the session a panic.
-                tracing::warn!(
-                    verb = cmd.verb(),
-                    "login command forwarded by the login machine"
-                );
-                self.ctl.reply(503, "Bad sequence of commands.")
-            }
             Command::Feat
             | Command::Opts { .. }
             | Command::Site(_)
@@ -274,28 +263,19 @@ impl<'a> Session<'a> {
             | Command::Dele(_)
             | Command::Rnfr(_)
             | Command::Rnto(_) => self.fs_command(cmd),
-            Command::Type(_)
-            | Command::Stru(_)
-            | Command::Mode(_)
-            | Command::Allo(_)
-            | Command::Sbuf(_)
-            | Command::Dcau(_)
-            | Command::Rest(_)
-            | Command::Abor
-            | Command::Port(_)
-            | Command::Eprt(_)
-            | Command::Spor(_)
-            | Command::Pasv
-            | Command::Epsv
-            | Command::Spas
-            | Command::Retr(_)
-            | Command::Eret { .. }
-            | Command::Stor(_)
-            | Command::Appe(_)
-            | Command::Esto { .. }
-            | Command::List(_)
-            | Command::Nlst(_)
-            | Command::Mlsd(_) => self.transfer_command(cmd),
+            Command::Retr(_) | Command::Eret { .. } | Command::Stor(_) if self.plut.enabled() => {
+                self.plut_command(cmd)
+            }
+            // The login family and the data-transfer family: the session machine answers these
+            // itself; should it ever forward one, the client gets a refusal rather than the
+            // session a panic.
+            other => {
+                tracing::warn!(
+                    verb = other.verb(),
+                    "command forwarded by the session machine"
+                );
+                self.ctl.reply(503, "Bad sequence of commands.")
+            }
         }
     }
 }

@@ -6,21 +6,20 @@
 //! Uploads are in `upload`.
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use haul_proto::command::{Restart, TransferMode};
-use haul_proto::hostport::format_port;
-use haul_proto::{Command, RangeSet, Reply};
+use haul_proto::server::{ListKind, Outcome};
+use haul_proto::{Command, RangeSet};
 use haul_transport::checksum::{Algorithm, HashingSource};
 use haul_transport::io::{Sink, Source, Zero};
 use haul_transport::mode_e::{self, Acceptor, Progress};
-use haul_transport::net::{DataListener, NetStack};
+use haul_transport::net::NetStack;
 use haul_transport::udt;
 use haul_transport::{stream, Conn};
 
-use crate::datachan::{send_markers, watched, Cut, Dial, ListenAcceptor, Peers, Setup, Watch};
+use crate::datachan::{send_markers, watched, Cut, Dial, ListenAcceptor, Setup, Watch};
 use crate::listing;
 use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::vfs::{Root, Target};
@@ -28,36 +27,6 @@ use crate::vfs::{Root, Target};
 /// How long after a MODE S upload's close the control connection is watched for the client's
 /// own close (a killed client closes both at once; the second may trail the first).
 const STREAM_END_GRACE: Duration = Duration::from_millis(20);
-
-/// Which passive command was given.
-pub enum Passive {
-    /// PASV (RFC 959).
-    Pasv,
-    /// EPSV (RFC 2428).
-    Epsv,
-    /// SPAS (GFD.020 striped passive).
-    Spas,
-}
-
-/// Which listing command was given.
-pub enum ListKind {
-    /// LIST: `ls -l` lines.
-    List,
-    /// NLST: names.
-    Nlst,
-    /// MLSD: RFC 3659 facts.
-    Mlsd,
-}
-
-/// How an upload writes its file.
-pub enum WriteKind {
-    /// STOR: replace the file (through a part file).
-    Stor,
-    /// APPE: append to the file.
-    Appe,
-    /// ESTO A offset: write in place at offset + block offset (GFD.020).
-    Esto(u64),
-}
 
 /// A byte range of another source seen from 0 (ERET) or a sink written at an offset (ESTO).
 struct Shifted<'a, T: ?Sized>(&'a T, u64);
@@ -91,24 +60,16 @@ impl Session<'_> {
         let cfg = &self.shared.cfg;
         Ok(Dial {
             stack: self.data.stack,
-            sbuf: self.data.sbuf,
+            sbuf: self.sbuf(),
             timeout: cfg.data_timeout,
             tls: if self.prot_private {
                 self.shared.tls.clone()
             } else {
                 None
             },
-            peers: self.peers()?,
+            peers: self.machine.transfer_state().peers(),
             limit: cfg.max_parallelism,
             token: self.data_token,
-        })
-    }
-
-    /// Who this session's data connections may reach.
-    pub(crate) fn peers(&self) -> io::Result<Peers> {
-        Ok(Peers {
-            client: self.ctl.peer_ip()?,
-            third_party: self.access.is_some_and(|a| a.third_party),
         })
     }
 
@@ -117,59 +78,6 @@ impl Session<'_> {
         Watch {
             markers: markers.then_some(cfg.marker_interval),
             stall: cfg.data_timeout,
-        }
-    }
-
-    /// PORT / EPRT / SPOR: the client listens at `addrs`, which must be its own address (or any,
-    /// with the third-party permission) and unprivileged ports, at most the parallelism limit.
-    pub(crate) fn cmd_port(&mut self, addrs: Vec<SocketAddr>, verb: &str) -> io::Result<()> {
-        self.data.drop_all();
-        let max = self.shared.cfg.max_parallelism;
-        if addrs.is_empty() || addrs.len() > max {
-            return self
-                .ctl
-                .reply(501, format!("{verb}: between 1 and {max} addresses."));
-        }
-        let peers = self.peers()?;
-        if let Some(why) = addrs.iter().find_map(|a| peers.refuse_port(a)) {
-            tracing::warn!(verb, %why, "data address refused");
-            return self.ctl.reply(501, format!("{verb} refused: {why}."));
-        }
-        self.data.setup = Setup::Active(addrs);
-        self.ctl.reply(200, format!("{verb} Command successful."))
-    }
-
-    /// PASV / EPSV / SPAS: listen for the peer's data connections.
-    pub(crate) fn cmd_passive(&mut self, kind: Passive) -> io::Result<()> {
-        self.data.drop_all();
-        let ip = self.ctl.local_ip()?;
-        let l = match DataListener::bind(self.data.stack, SocketAddr::new(ip, 0), self.data.sbuf) {
-            Ok(l) => l,
-            Err(e) => {
-                return self
-                    .ctl
-                    .reply(425, format!("Can't open data connection: {e}"))
-            }
-        };
-        let addr = l.local_addr()?;
-        self.data.setup = Setup::Passive(l);
-        match kind {
-            Passive::Pasv => self.ctl.reply(
-                227,
-                format!("Entering Passive Mode ({})", format_port(&addr)),
-            ),
-            Passive::Epsv => self.ctl.reply(
-                229,
-                format!("Entering Extended Passive Mode (|||{}|)", addr.port()),
-            ),
-            Passive::Spas => self.ctl.send(&Reply::multi(
-                229,
-                vec![
-                    "Entering Striped Passive Mode.".into(),
-                    format!(" {}", format_port(&addr)),
-                    "End".into(),
-                ],
-            )),
         }
     }
 
@@ -194,42 +102,23 @@ impl Session<'_> {
             );
         }
         self.data.drop_all();
+        self.machine.transfers().reset_data();
         self.data.stack = stack;
         self.ctl
             .reply(200, format!("Data connections now use {stack}."))
     }
 
-    /// Replies 425 and returns false when no data channel can be had.
-    pub(crate) fn check_setup(&mut self) -> io::Result<bool> {
-        if self.shared.cfg.require_tls && !self.prot_private {
-            self.ctl.reply(
-                521,
-                "Data connections must be protected on this server: send PROT P.",
-            )?;
-            return Ok(false);
-        }
-        if self.mode == TransferMode::Extended && !self.data.cached.is_empty() {
-            return Ok(true);
-        }
-        if matches!(self.data.setup, Setup::None) {
-            self.ctl.reply(
-                425,
-                "Can't open data connection: send PORT, EPRT, SPOR, PASV, EPSV or SPAS first.",
-            )?;
-            return Ok(false);
-        }
-        Ok(true)
+    /// The transfer mode in force.
+    fn mode(&self) -> TransferMode {
+        self.machine.transfer_state().mode()
     }
 
     /// Sends `ranges` of `src`: MODE E over cached or new connections, or MODE S on one.
-    /// Returns whether the transfer completed (its `226` is deferred, see `Control::defer`).
+    /// Returns whether the transfer completed (the machine defers its `226`).
     fn send_source(&mut self, src: &dyn Source, ranges: Vec<(u64, u64)>) -> io::Result<bool> {
-        if !self.check_setup()? {
-            return Ok(false);
-        }
         let progress = Progress::default();
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
-        let extended = self.mode == TransferMode::Extended;
+        let extended = self.mode() == TransferMode::Extended;
         let (dial, watch, cut) = (self.dial()?, self.watch(false), Cut::default());
         let mut conns = if extended {
             std::mem::take(&mut self.data.cached)
@@ -237,12 +126,9 @@ impl Session<'_> {
             Vec::new()
         };
         conns.iter().for_each(|c| cut.hold(c));
-        match (conns.is_empty(), extended) {
-            (false, _) => self
-                .ctl
-                .reply(125, "Beginning transfer; reusing existing data connection.")?,
-            (true, true) => self.ctl.reply(150, "Beginning transfer.")?,
-            (true, false) => self.ctl.reply(150, "Opening data connection.")?,
+        if !self.opening(!conns.is_empty(), true)? {
+            self.data.cached = conns;
+            return Ok(false);
         }
         let n = if extended {
             self.data.parallelism.max(1)
@@ -283,37 +169,34 @@ impl Session<'_> {
                 if extended {
                     self.data.cached = conns;
                 }
-                self.ctl.defer_reply(226, "Transfer Complete.");
+                self.finish(Outcome::Complete)?;
                 Ok(true)
             }
             Err((no_conn, e)) => {
                 let e = cut.explain(e);
                 tracing::warn!(error = %e, "send failed");
-                let (code, what) = if no_conn {
-                    (425, "Can't open data connection")
+                self.finish(if no_conn {
+                    Outcome::NoConnection(e.to_string())
                 } else {
-                    (426, "Data connection closed")
-                };
-                self.ctl.reply(code, format!("{what}: {e}")).map(|()| false)
+                    Outcome::Failed(e.to_string())
+                })
+                .map(|()| false)
             }
         }
     }
 
     /// Receives into `sink` (MODE E blocks at `base` + offset; MODE S from `stream_start`),
     /// sending markers meanwhile. On success the final 112 and 111 are sent and the ranges
-    /// written are returned. On failure, `Err(None)` if the reply was sent (no data channel),
-    /// else the cause, for the caller's final reply.
+    /// written are returned. On failure, `Err(None)` if the outcome was reported (no data
+    /// channel), else the cause, for the caller's outcome.
     pub(crate) fn receive_into(
         &mut self,
         sink: &dyn Sink,
         base: u64,
         stream_start: u64,
     ) -> io::Result<Result<RangeSet, Option<io::Error>>> {
-        if !self.check_setup()? {
-            return Ok(Err(None));
-        }
         let progress = Progress::default();
-        let extended = self.mode == TransferMode::Extended;
+        let extended = self.mode() == TransferMode::Extended;
         let (dial, watch, cut) = (self.dial()?, self.watch(true), Cut::default());
         let mut conns = if extended {
             std::mem::take(&mut self.data.cached)
@@ -321,11 +204,9 @@ impl Session<'_> {
             Vec::new()
         };
         conns.iter().for_each(|c| cut.hold(c));
-        if conns.is_empty() {
-            self.ctl.reply(150, "Beginning transfer.")?;
-        } else {
-            self.ctl
-                .reply(125, "Beginning transfer; reusing existing data connection.")?;
+        if !self.opening(!conns.is_empty(), false)? {
+            self.data.cached = conns;
+            return Ok(Err(None));
         }
         if matches!(self.data.setup, Setup::Active(_)) && conns.is_empty() {
             let n = if extended {
@@ -336,10 +217,10 @@ impl Session<'_> {
             match dial.open(&self.data.setup, n, &cut) {
                 Ok(c) => conns = c,
                 Err(e) => {
+                    let e = cut.explain(e);
                     return self
-                        .ctl
-                        .reply(425, format!("Can't open data connection: {e}"))
-                        .map(|()| Err(None))
+                        .finish(Outcome::NoConnection(e.to_string()))
+                        .map(|()| Err(None));
                 }
             }
         }
@@ -404,33 +285,35 @@ impl Session<'_> {
     }
 
     /// RETR / ERET: send a file, the missing ranges after REST, or a partial range.
-    pub(crate) fn cmd_retr(&mut self, arg: &str, eret: Option<(u64, u64)>) -> io::Result<()> {
-        let rest = self.rest.take();
+    pub(crate) fn cmd_retr(
+        &mut self,
+        arg: &str,
+        eret: Option<(u64, u64)>,
+        rest: Option<Restart>,
+    ) -> io::Result<()> {
         let file;
         let mut id = None;
         let (src, len, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
             Target::Null => {
-                return self
-                    .ctl
-                    .reply(550, "/dev/null: Permission denied (write-only device)")
+                return self.answer(550, "/dev/null: Permission denied (write-only device)")
             }
             Target::Path(virt) => match self.shared.vfs.open_read(&virt) {
                 Ok((_, m)) if !m.is_file() => {
-                    return self.ctl.reply(550, format!("{virt}: not a regular file"))
+                    return self.answer(550, format!("{virt}: not a regular file"))
                 }
                 Ok((f, m)) => {
                     file = f;
                     id = Some(FileId::of(&m));
                     (&file, Some(m.len()), virt)
                 }
-                Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+                Err(e) => return self.answer(550, fs_error(&virt, &e)),
             },
         };
         if let Some((off, l)) = eret {
             let l = match len {
                 Some(n) if off > n => {
-                    return self.ctl.reply(
+                    return self.answer(
                         550,
                         format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"),
                     )
@@ -441,7 +324,7 @@ impl Session<'_> {
             return self.send_source(&Shifted(src, off), vec![(0, l)]).map(drop);
         }
         let Some(n) = len else {
-            return self.ctl.reply(
+            return self.answer(
                 550,
                 format!("{virt}: endless; use ERET P <offset> <length>"),
             );
@@ -496,7 +379,7 @@ impl Session<'_> {
         let body = match kind {
             ListKind::Mlsd => match root.stat(&virt) {
                 Ok(m) if !m.is_dir() => {
-                    return self.ctl.reply(501, format!("{virt}: Not a directory"))
+                    return self.answer(501, format!("{virt}: Not a directory"))
                 }
                 Ok(_) => listing::mlsd(root, &virt, write),
                 Err(e) => Err(e),
@@ -509,7 +392,7 @@ impl Session<'_> {
                 let len = b.len() as u64;
                 self.send_source(&Bytes(b), vec![(0, len)]).map(drop)
             }
-            Err(e) => self.ctl.reply(550, fs_error(&virt, &e)),
+            Err(e) => self.answer(550, fs_error(&virt, &e)),
         }
     }
 }

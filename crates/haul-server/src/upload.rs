@@ -21,8 +21,8 @@ use haul_transport::checksum::{Algorithm, HashingSink};
 use haul_transport::io::{Null, Sink};
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
-use crate::transfer::WriteKind;
 use crate::vfs::{Parent, Target};
+use haul_proto::server::{Outcome, WriteKind};
 
 /// The files being written by this server: (directory device, directory inode, name).
 pub type Writers = Mutex<HashSet<(u64, u64, Vec<u8>)>>;
@@ -150,39 +150,40 @@ impl<'a> Session<'a> {
             Err(e) => Some(fs_error(virt, &e)),
         };
         if let Some(why) = refuse {
-            self.ctl.reply(550, why)?;
+            self.answer(550, why)?;
             return Ok(None);
         }
         let shared: &'a crate::session::Shared = self.shared;
         match start_writing(&shared.writers, &parent) {
             Ok(Some(w)) => Ok(Some((parent, w))),
             Ok(None) => self
-                .ctl
-                .reply(
+                .answer(
                     450,
                     format!("{virt}: another upload to this file is in progress"),
                 )
                 .map(|()| None),
-            Err(e) => self.ctl.reply(550, fs_error(virt, &e)).map(|()| None),
+            Err(e) => self.answer(550, fs_error(virt, &e)).map(|()| None),
         }
     }
 
     /// STOR / APPE / ESTO: receive a file, never damaging the target on failure.
-    pub(crate) fn cmd_stor(&mut self, arg: &str, kind: WriteKind) -> io::Result<()> {
-        let rest = self.rest.take();
+    pub(crate) fn cmd_stor(
+        &mut self,
+        arg: &str,
+        kind: WriteKind,
+        rest: Option<Restart>,
+    ) -> io::Result<()> {
         let virt = match self.resolve(arg) {
             Target::Null => return self.stor_null(),
             Target::Zero => {
-                return self
-                    .ctl
-                    .reply(550, "/dev/zero: Permission denied (read-only device)")
+                return self.answer(550, "/dev/zero: Permission denied (read-only device)")
             }
             Target::Path(virt) => virt,
         };
         let Some((parent, _writing)) = self.start_upload(&virt)? else {
             return Ok(());
         };
-        if !self.check_setup()? {
+        if !self.data_ready()? {
             return Ok(());
         }
         let at = Placement::of(&kind, rest.as_ref(), &parent);
@@ -216,9 +217,9 @@ impl<'a> Session<'a> {
     /// STOR to `/dev/null`: receives the data and keeps none of it.
     fn stor_null(&mut self) -> io::Result<()> {
         match self.receive_into(&Null, 0, 0)? {
-            Ok(_) => self.ctl.reply(226, "Transfer Complete."),
+            Ok(_) => self.finish(Outcome::Complete),
             Err(None) => Ok(()),
-            Err(Some(e)) => self.ctl.reply(426, format!("Data connection closed: {e}")),
+            Err(Some(e)) => self.finish(Outcome::Failed(e.to_string())),
         }
     }
 
@@ -239,12 +240,11 @@ impl<'a> Session<'a> {
         };
         let file = match opened {
             Ok(f) => f,
-            Err(e) => return self.ctl.reply(550, fs_error(virt, &e)).map(|()| None),
+            Err(e) => return self.answer(550, fs_error(virt, &e)).map(|()| None),
         };
         if !lock_exclusive(&file) {
             return self
-                .ctl
-                .reply(
+                .answer(
                     450,
                     format!("{virt}: another upload to this file is in progress"),
                 )
@@ -252,7 +252,7 @@ impl<'a> Session<'a> {
         }
         if at.truncate {
             if let Err(e) = file.set_len(0) {
-                return self.ctl.reply(550, fs_error(virt, &e)).map(|()| None);
+                return self.answer(550, fs_error(virt, &e)).map(|()| None);
             }
         }
         Ok(Some(file))
@@ -276,13 +276,13 @@ impl<'a> Session<'a> {
                 }
             }
             tracing::warn!(path = %virt, "upload failed: disk full");
-            return self.ctl.reply(
+            return self.answer(
                 452,
                 format!("{virt}: No space left on device; upload aborted, nothing kept"),
             );
         }
         tracing::warn!(path = %virt, part = to_part, error = %e, "upload failed; partial data kept");
-        self.ctl.reply(426, format!("Data connection closed: {e}"))
+        self.finish(Outcome::Failed(e.to_string()))
     }
 
     /// Ends an upload that arrived whole: renames the part file over the target, keeps the
@@ -296,7 +296,7 @@ impl<'a> Session<'a> {
     ) -> io::Result<()> {
         if to_part {
             if let Err(e) = parent.commit_part() {
-                return self.ctl.reply(550, fs_error(&virt, &e));
+                return self.answer(550, fs_error(&virt, &e));
             }
         }
         // The identity after the rename, which changes the file's ctime.
@@ -308,7 +308,6 @@ impl<'a> Session<'a> {
                 hex,
             });
         }
-        self.ctl.defer_reply(226, "Transfer Complete.");
-        Ok(())
+        self.finish(Outcome::Complete)
     }
 }

@@ -364,3 +364,54 @@ fn with_a_token_the_server_presents_it_on_connections_it_opens() {
     assert_eq!(&got[16..], b"payload");
     assert_eq!(c.finish().1.code, 226);
 }
+
+/// `ABOR` during a transfer (RFC 959 §4.1.3): the data connection is cut, the transfer gets
+/// `426`, the `ABOR` its `226`, and the session goes on.
+#[test]
+fn abor_cuts_a_running_transfer_with_426_then_226() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("f"), b"after").unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    let addr = c.pasv();
+    c.send("ERET P 0 100000000000 /dev/zero");
+    let mut data = TcpStream::connect(addr).unwrap();
+    assert_eq!(c.reply().code, 150);
+    let mut buf = vec![0u8; 1 << 16];
+    data.read_exact(&mut buf).unwrap();
+    // The client reads no more: the server's send blocks until the cut.
+    c.send("ABOR");
+    let r = c.reply();
+    assert_eq!(r.code, 426, "{r}");
+    assert!(r.text().contains("aborted"), "{r}");
+    let r = c.reply();
+    assert_eq!(r.code, 226, "{r}");
+    assert!(r.text().contains("ABOR"), "{r}");
+    // The data connection was closed, and the session still serves.
+    data.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = data.read_to_end(&mut rest);
+    assert_eq!(c.cmd("SIZE f").code, 213);
+}
+
+/// An `ABOR` pipelined behind other commands acts at once: its reply follows the transfer's,
+/// and the commands before it are answered afterwards, in order.
+#[test]
+fn abor_behind_pipelined_commands_acts_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    let addr = c.pasv();
+    c.send("ERET P 0 100000000000 /dev/zero");
+    let data = TcpStream::connect(addr).unwrap();
+    assert_eq!(c.reply().code, 150);
+    c.raw(b"NOOP\r\nPWD\r\nABOR\r\n");
+    let codes: Vec<u16> = (0..4).map(|_| c.reply().code).collect();
+    assert_eq!(
+        codes,
+        [426, 226, 200, 257],
+        "transfer, ABOR, then NOOP and PWD"
+    );
+    drop(data);
+}

@@ -57,6 +57,25 @@ pub enum ServerAction {
     /// A command outside the login family that may run now (before the login: `FEAT`, `SYST`,
     /// `NOOP`, `HELP`, `OPTS`; after it: every such command): the driver answers it.
     Forward(Command),
+    /// Write this reply, which may wait in the output buffer until the next command is read or
+    /// another reply written: a transfer's `226`, which then shares a packet with what follows.
+    Defer(Reply),
+    /// Drop the cached MODE E data connections (the mode changed); keep the set-up.
+    DropCached,
+    /// Drop every data connection and the `PORT` / `PASV` set-up (a refused `PORT`).
+    DropData,
+    /// Drop every data connection and set-up; the next transfers connect to these addresses
+    /// (`PORT`, `EPRT`, `SPOR`, already checked against [`super::Peers`]).
+    Active(Vec<std::net::SocketAddr>),
+    /// Drop every data connection and set-up, listen for new ones, and report the address with
+    /// [`super::Transfers::listening`] (`PASV`, `EPSV`, `SPAS`).
+    Listen(super::Passive),
+    /// Run this transfer: refuse it ([`super::Outcome::Refused`]) or call
+    /// [`super::Transfers::transfer_opening`] before any data moves, then report its end with
+    /// [`super::Transfers::transfer_done`]. Commands other than `ABOR` wait meanwhile.
+    Transfer(super::Transfer),
+    /// The client sent `ABOR`: cut the running transfer short (its outcome still follows).
+    Abort,
     /// End the session (after `QUIT`'s `221`, the failed-login limit, a refused session or a
     /// failed TLS handshake). Nothing follows.
     Close,
@@ -73,6 +92,13 @@ impl fmt::Debug for ServerAction {
                 .field("pass", &"****")
                 .finish(),
             ServerAction::Forward(c) => f.debug_tuple("Forward").field(c).finish(),
+            ServerAction::Defer(r) => f.debug_tuple("Defer").field(r).finish(),
+            ServerAction::DropCached => f.write_str("DropCached"),
+            ServerAction::DropData => f.write_str("DropData"),
+            ServerAction::Active(a) => f.debug_tuple("Active").field(a).finish(),
+            ServerAction::Listen(k) => f.debug_tuple("Listen").field(k).finish(),
+            ServerAction::Transfer(t) => f.debug_tuple("Transfer").field(t).finish(),
+            ServerAction::Abort => f.write_str("Abort"),
             ServerAction::Close => f.write_str("Close"),
         }
     }

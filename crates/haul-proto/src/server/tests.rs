@@ -370,6 +370,7 @@ fn run(mut client: crate::Login, cfg: LoginConfig) -> (Outcome, crate::Login) {
                     let o = outcome(&server, Ok(()), true);
                     return (o, client);
                 }
+                other => panic!("the login machine never asks for {other:?}"),
             };
             let wire = r.encode();
             let mut p = crate::ReplyParser::new();

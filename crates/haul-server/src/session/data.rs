@@ -1,102 +1,114 @@
-//! The data-transfer family: the settings of the next transfer (TYPE, STRU, MODE, ALLO, SBUF,
-//! DCAU, REST) and the commands that set up a data channel or run a transfer over one, which
-//! `transfer`, `upload` and `plut_transfer` carry out.
+//! The driver of the session machine's data-channel actions: it drops and sets up data
+//! channels, opens listeners, and runs transfers (`transfer` sends files and listings, `upload`
+//! receives files), reporting each step back to the machine, which decides every reply. PLUT's
+//! transfers, which the machine forwards, are run by `plut_transfer`.
 
 use std::io;
+use std::net::SocketAddr;
 
-use haul_proto::command::{Restart, TransferMode};
-use haul_proto::Command;
+use haul_proto::server::{Outcome, ServerAction, Transfer, TransferOp};
+use haul_proto::{Command, Reply};
+use haul_transport::net::DataListener;
 
 use super::Session;
-use crate::transfer::{ListKind, Passive, WriteKind};
+use crate::datachan::Setup;
 
 impl Session<'_> {
-    /// Answers a command of the data-transfer family (see the module doc); RETR, ERET and STOR
-    /// go over PLUT once the client selected it.
-    pub(super) fn transfer_command(&mut self, cmd: Command) -> io::Result<()> {
-        match cmd {
-            Command::Type(_) => self.ctl.reply(200, "Type set."),
-            Command::Stru(_) => self.ctl.reply(200, "Structure set to F."),
-            Command::Mode(m) => self.cmd_mode(m),
-            Command::Allo(_) => self.ctl.reply(200, "ALLO command successful."),
-            Command::Sbuf(n) => self.cmd_sbuf(n),
-            Command::Dcau(m) => self.cmd_dcau(&m),
-            Command::Rest(r) => self.cmd_rest(r),
-            Command::Abor => self
-                .ctl
-                .reply(226, "ABOR command successful; no transfer in progress."),
-            Command::Port(a) => self.cmd_port(vec![a], "PORT"),
-            Command::Eprt(a) => self.cmd_port(vec![a], "EPRT"),
-            Command::Spor(addrs) => self.cmd_port(addrs, "SPOR"),
-            Command::Pasv => self.cmd_passive(Passive::Pasv),
-            Command::Epsv => self.cmd_passive(Passive::Epsv),
-            Command::Spas => self.cmd_passive(Passive::Spas),
-            Command::Retr(p) if self.plut.enabled() => self.plut_retr(&p, None),
-            Command::Eret {
-                offset,
-                length,
-                path,
-            } if self.plut.enabled() => self.plut_retr(&path, Some((offset, length))),
-            Command::Stor(p) if self.plut.enabled() => self.plut_stor(&p),
-            Command::Retr(p) => self.cmd_retr(&p, None),
-            Command::Eret {
-                offset,
-                length,
-                path,
-            } => self.cmd_retr(&path, Some((offset, length))),
-            Command::Stor(p) => self.cmd_stor(&p, WriteKind::Stor),
-            Command::Appe(p) => self.cmd_stor(&p, WriteKind::Appe),
-            Command::Esto { offset, path } => self.cmd_stor(&path, WriteKind::Esto(offset)),
-            Command::List(p) => self.cmd_listing(p.as_deref(), ListKind::List),
-            Command::Nlst(p) => self.cmd_listing(p.as_deref(), ListKind::Nlst),
-            Command::Mlsd(p) => self.cmd_listing(p.as_deref(), ListKind::Mlsd),
-            _ => unreachable!("dispatch routes only data-transfer commands here"),
+    /// Performs one data-channel action of the session machine.
+    pub(super) fn data_action(&mut self, action: ServerAction) -> io::Result<()> {
+        match action {
+            ServerAction::DropCached => self.data.drop_cached(),
+            ServerAction::DropData => self.data.drop_all(),
+            ServerAction::Active(addrs) => {
+                self.data.drop_all();
+                self.data.setup = Setup::Active(addrs);
+            }
+            ServerAction::Listen(_) => {
+                self.data.drop_all();
+                let listening = self.listen();
+                self.machine.transfers().listening(listening);
+            }
+            ServerAction::Transfer(t) => self.run_transfer(t)?,
+            // ABOR reaches a transfer through the watch (`finish`), which has already cut it.
+            ServerAction::Abort => {}
+            other => tracing::warn!(action = ?other, "unexpected action of the session machine"),
         }
+        Ok(())
     }
 
-    /// `MODE S` / `MODE E`; cached data connections are dropped when the mode changes.
-    fn cmd_mode(&mut self, m: TransferMode) -> io::Result<()> {
-        if m != self.mode {
-            self.data.drop_cached();
+    /// Listens for the client's data connections on the control connection's address.
+    fn listen(&mut self) -> Result<SocketAddr, String> {
+        let ip = self.ctl.local_ip().map_err(|e| e.to_string())?;
+        let l = DataListener::bind(self.data.stack, SocketAddr::new(ip, 0), self.sbuf())
+            .map_err(|e| e.to_string())?;
+        let addr = l.local_addr().map_err(|e| e.to_string())?;
+        self.data.setup = Setup::Passive(l);
+        Ok(addr)
+    }
+
+    /// The socket buffer size of new data connections (`SBUF`).
+    pub(crate) fn sbuf(&self) -> Option<usize> {
+        self.machine.transfer_state().sbuf().map(|n| n as usize)
+    }
+
+    /// Runs one transfer the machine started; every path ends it with an outcome.
+    fn run_transfer(&mut self, t: Transfer) -> io::Result<()> {
+        match t.op {
+            TransferOp::Send { path, range } => self.cmd_retr(&path, range, t.restart)?,
+            TransferOp::Receive { path, kind } => self.cmd_stor(&path, kind, t.restart)?,
+            TransferOp::List { path, kind } => self.cmd_listing(path.as_deref(), kind)?,
         }
-        self.mode = m;
-        let c = if m == TransferMode::Extended {
-            'E'
+        if self.machine.transfer_state().in_transfer() {
+            tracing::error!("a transfer ended without an outcome");
+            self.finish(Outcome::Failed("internal error: no outcome".into()))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the running transfer can have a data channel (cached MODE E connections or a
+    /// set-up, protected if it must be); if not, the refusal has been sent.
+    pub(crate) fn data_ready(&mut self) -> io::Result<bool> {
+        let reused = !self.data.cached.is_empty();
+        let ready = self.machine.transfers().data_channel_ready(reused);
+        self.write_replies().map(|()| ready)
+    }
+
+    /// The transfer is about to move data: its `150` or `125` goes out now. False when it
+    /// cannot go on (no data channel; the refusal has been sent).
+    pub(crate) fn opening(&mut self, reused: bool, sending: bool) -> io::Result<bool> {
+        let go = self.machine.transfers().transfer_opening(reused, sending);
+        self.write_replies().map(|()| go)
+    }
+
+    /// The transfer ended: an `ABOR` the client sent meanwhile is taken first, so that the
+    /// replies say the transfer was aborted.
+    pub(crate) fn finish(&mut self, outcome: Outcome) -> io::Result<()> {
+        if self.ctl.take_abor() {
+            self.machine.handle_command(Command::Abor);
+        }
+        self.machine.transfers().transfer_done(outcome);
+        self.write_replies()
+    }
+
+    /// Answers the command being handled: during a transfer as its refusal, otherwise at once.
+    pub(crate) fn answer(&mut self, code: u16, text: impl Into<String>) -> io::Result<()> {
+        let r = Reply::new(code, text);
+        if self.machine.transfer_state().in_transfer() {
+            self.finish(Outcome::Refused(r))
         } else {
-            'S'
-        };
-        self.ctl.reply(200, format!("Mode set to {c}."))
-    }
-
-    /// `DCAU`: only `N` (no data-channel authentication) is accepted.
-    fn cmd_dcau(&mut self, m: &str) -> io::Result<()> {
-        if m.eq_ignore_ascii_case("N") {
-            self.ctl.reply(200, "DCAU N.")
-        } else {
-            self.ctl.reply(
-                504,
-                format!("DCAU {m} not supported: haul protects data channels with PROT P."),
-            )
+            self.ctl.send(&r)
         }
     }
 
-    /// `REST`: where the next RETR or STOR starts.
-    fn cmd_rest(&mut self, r: Restart) -> io::Result<()> {
-        self.rest = Some(r);
-        self.ctl.reply(
-            350,
-            "Restart Marker OK. Send STORE or RETR to initiate transfer.",
-        )
-    }
-
-    /// `SBUF`: the socket buffer size of the data connections, 4 KiB to 1 GiB.
-    fn cmd_sbuf(&mut self, n: u64) -> io::Result<()> {
-        if !(4096..=(1 << 30)).contains(&n) {
-            return self
-                .ctl
-                .reply(501, format!("SBUF {n} out of range 4096..=1073741824."));
+    /// Writes the replies the data-transfer machine queued.
+    fn write_replies(&mut self) -> io::Result<()> {
+        while let Some(a) = self.machine.transfers().poll_action() {
+            match a {
+                ServerAction::Reply(r) => self.ctl.send(&r)?,
+                ServerAction::Defer(r) => self.ctl.defer(&r),
+                other => self.data_action(other)?,
+            }
         }
-        self.data.sbuf = Some(n as usize);
-        self.ctl.reply(200, "SBUF Command Successful.")
+        Ok(())
     }
 }

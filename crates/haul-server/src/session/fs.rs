@@ -46,7 +46,7 @@ impl Session<'_> {
         match self.resolve(arg) {
             Target::Path(virt) => Ok(Some(virt)),
             _ => {
-                self.ctl.reply(
+                self.answer(
                     550,
                     format!("{arg}: not a regular file or directory (virtual device)"),
                 )?;
@@ -63,14 +63,14 @@ impl Session<'_> {
         refuse_part: bool,
     ) -> io::Result<Option<Parent>> {
         if refuse_part && virt.rsplit('/').next().is_some_and(is_part_name) {
-            self.ctl.reply(553, format!("{virt}: names of the form .NAME.haul-part are reserved for uploads in progress"))?;
+            self.answer(553, format!("{virt}: names of the form .NAME.haul-part are reserved for uploads in progress"))?;
             return Ok(None);
         }
         match self.shared.vfs.parent(virt) {
             Ok(p) => Ok(Some(p)),
             Err(e) => {
                 tracing::warn!(path = virt, error = %e, "path refused");
-                self.ctl.reply(550, fs_error(virt, &e))?;
+                self.answer(550, fs_error(virt, &e))?;
                 Ok(None)
             }
         }
@@ -86,7 +86,7 @@ impl Session<'_> {
         } else {
             "read-only user"
         };
-        self.ctl.reply(550, format!("Permission denied ({why})."))?;
+        self.answer(550, format!("Permission denied ({why})."))?;
         Ok(false)
     }
 

@@ -1,6 +1,7 @@
-//! The driver of haul-proto's `server::Login`: writes its replies, performs the TLS upgrade of
+//! The driver of haul-proto's `server::Session`: writes its replies, performs the TLS upgrade of
 //! the control connection, checks passwords (argon2 on the verifier threads, the per-user
-//! session limit, the back-off after failed logins) and routes the commands it forwards.
+//! session limit, the back-off after failed logins), hands its data-channel actions to `data`
+//! and routes the commands it forwards.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -43,11 +44,12 @@ fn backoff(failures: u32) -> Duration {
 }
 
 impl Session<'_> {
-    /// Performs the login machine's actions until it has none; `Close` ends the session.
+    /// Performs the session machine's actions until it has none; `Close` ends the session.
     pub(super) fn perform(&mut self) -> io::Result<Flow> {
-        while let Some(action) = self.login.poll_action() {
+        while let Some(action) = self.machine.poll_action() {
             match action {
                 ServerAction::Reply(r) => self.ctl.send(&r)?,
+                ServerAction::Defer(r) => self.ctl.defer(&r),
                 ServerAction::Forward(cmd) => self.route(cmd)?,
                 ServerAction::StartTls => {
                     let upgraded = match self.shared.tls.clone() {
@@ -55,22 +57,23 @@ impl Session<'_> {
                         None => Err(io::Error::other("no TLS configuration")),
                     };
                     match upgraded {
-                        Ok(()) => self.login.tls_established(),
+                        Ok(()) => self.machine.login().tls_established(),
                         Err(e) => {
                             tracing::warn!(error = %e, "TLS upgrade of the control connection failed");
-                            self.login.tls_failed();
+                            self.machine.login().tls_failed();
                         }
                     }
                 }
                 ServerAction::Verify { user, pass } => {
                     let verdict = self.verify(&user, &pass)?;
-                    self.login.handle_verified(verdict);
+                    self.machine.login().handle_verified(verdict);
                 }
                 ServerAction::Close => return Ok(Flow::Close),
+                data => self.data_action(data)?,
             }
         }
-        debug_assert_eq!(self.ctl.is_tls(), self.login.is_tls());
-        self.prot_private = self.login.prot_private();
+        debug_assert_eq!(self.ctl.is_tls(), self.machine.login_state().is_tls());
+        self.prot_private = self.machine.login_state().prot_private();
         Ok(Flow::Continue)
     }
 
@@ -120,6 +123,7 @@ impl Session<'_> {
             .remove(&self.peer);
         self.anonymous = is_anonymous(name);
         self.access = Some(a);
+        self.machine.transfers().set_third_party(a.third_party);
         tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");
         Ok(Verdict::Accepted)
     }
@@ -127,7 +131,7 @@ impl Session<'_> {
     /// A failed login: waits the back-off for this address's recent failures before the login
     /// machine answers `530` (and closes the session at its limit).
     fn login_failed(&mut self, name: &str) -> io::Result<()> {
-        let failures = self.login.failures() + 1;
+        let failures = self.machine.login_state().failures() + 1;
         let recent = {
             let mut m = self
                 .shared
