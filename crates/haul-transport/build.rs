@@ -28,7 +28,7 @@ fn main() {
         .flag_if_supported("-std=c++11")
         .flag_if_supported("-Wno-deprecated-declarations")
         .compile("haul_udt_shim");
-    println!("cargo:rustc-link-lib=udt");
+    // libudt itself is loaded with dlopen on first use (see csrc/udt_shim.cpp).
     println!("cargo:rustc-link-lib=stdc++");
     println!("cargo:rustc-cfg=haul_udt");
 }

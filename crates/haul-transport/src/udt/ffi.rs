@@ -4,7 +4,7 @@ use std::ffi::CStr;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::Once;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use socket2::SockAddr;
@@ -58,7 +58,24 @@ const LINGER_SECS: i64 = 60;
 /// How often a non-blocking accept looks again.
 const ACCEPT_POLL: Duration = Duration::from_millis(2);
 
-static STARTUP: Once = Once::new();
+/// Whether the UDT library loaded and started (the shim loads it on first use), or why not.
+static STARTUP: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Loads and starts UDT4 once per process.
+fn startup() -> io::Result<()> {
+    let started = STARTUP.get_or_init(|| {
+        // SAFETY: called once per process (OnceLock), before any other shim function.
+        if unsafe { hu_startup() } < 0 {
+            // SAFETY: the shim returns a NUL-terminated string it owns for the process.
+            let why = unsafe { CStr::from_ptr(hu_last_error()) };
+            return Err(why.to_string_lossy().into_owned());
+        }
+        Ok(())
+    });
+    started
+        .clone()
+        .map_err(|why| io::Error::new(io::ErrorKind::Unsupported, why))
+}
 
 /// The calling thread's last UDT error as an IO error saying what was done.
 fn last_error(what: &str) -> io::Error {
@@ -115,10 +132,7 @@ fn int_opt(name: &str, v: u64) -> io::Result<i64> {
 
 /// A new UDT socket for `addr`'s family with `o` applied (they must precede bind / connect).
 fn new_socket(o: &Options, addr: &SocketAddr) -> io::Result<Sock> {
-    // SAFETY: UDT::startup is safe to call; Once keeps it to one call per process.
-    STARTUP.call_once(|| unsafe {
-        hu_startup();
-    });
+    startup()?;
     let af = if addr.is_ipv4() {
         libc::AF_INET
     } else {
