@@ -2,6 +2,7 @@
 //! starts from the history's best for the host pair.
 
 use std::io::IsTerminal;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use haul_store::Store;
@@ -47,9 +48,14 @@ pub(super) fn transfer(
             *tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
         }
         None => {
+            // The engine's sample channel closes when it ends, which wakes this at once: a
+            // plain sleep here held every copy's exit up to 100 ms after its last byte.
             while !view.finished() {
                 view.show();
-                std::thread::sleep(Duration::from_millis(100));
+                let next = t.samples().recv_timeout(Duration::from_millis(100));
+                if let Err(mpsc::RecvTimeoutError::Disconnected) = next {
+                    break;
+                }
             }
         }
     }
