@@ -415,3 +415,36 @@ fn abor_behind_pipelined_commands_acts_at_once() {
     );
     drop(data);
 }
+
+/// UDT data channels keep foreign peers out as TCP ones do: libudt completes the handshake of
+/// any host on the passive port, and the server closes it unread, then still serves its client.
+#[test]
+fn a_udt_connection_from_another_host_is_closed_unread() {
+    use haul_transport::udt::{Options, UdtStream, AVAILABLE};
+    if !AVAILABLE {
+        eprintln!("skipped: this build has no UDT4 (install libudt-dev and rebuild)");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let srv = server(root.path(), |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    assert_eq!(c.cmd("SITE SETNETSTACK udt").code, 200);
+    let addr = c.pasv();
+    let o = Options::default();
+    let mut thief = UdtStream::connect(addr, Some(OTHER.into()), &o).expect("libudt handshakes");
+    let _ = thief.write_all(b"EVIL");
+    std::thread::sleep(Duration::from_millis(200));
+    c.send("STOR f");
+    let mut real = UdtStream::connect(addr, None, &o).unwrap();
+    assert_eq!(c.reply().code, 150);
+    let body = random_bytes(300_000, 3);
+    real.write_all(&body).unwrap();
+    real.close().unwrap();
+    let (_, r) = c.finish();
+    assert_eq!(r.code, 226, "{r}");
+    assert_eq!(
+        fs::read(root.path().join("f")).unwrap(),
+        body,
+        "only the client's bytes"
+    );
+}
