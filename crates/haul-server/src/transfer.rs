@@ -95,6 +95,9 @@ impl Session<'_> {
                 .ctl
                 .reply(504, "SETNETSTACK udt: this server was built without UDT4.");
         }
+        if let (NetStack::Udt, Err(e)) = (stack, udt::usable()) {
+            return self.ctl.reply(504, format!("SETNETSTACK udt: {e}."));
+        }
         if stack == NetStack::Udt && (self.prot_private || self.shared.cfg.require_tls) {
             return self.ctl.reply(
                 504,

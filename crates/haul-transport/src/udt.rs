@@ -80,5 +80,14 @@ pub use missing::{Cutter, UdtListener, UdtStream};
 #[cfg(not(haul_udt))]
 pub const AVAILABLE: bool = false;
 
+/// Whether UDT4 can be used in this process: compiled in, and its library (`libudt.so.0`,
+/// loaded on first use) found and started; if not, why. The first call loads the library.
+pub fn usable() -> io::Result<()> {
+    #[cfg(haul_udt)]
+    return ffi::startup();
+    #[cfg(not(haul_udt))]
+    return Err(unavailable());
+}
+
 #[cfg(all(test, haul_udt))]
 mod tests;

@@ -62,7 +62,7 @@ const ACCEPT_POLL: Duration = Duration::from_millis(2);
 static STARTUP: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// Loads and starts UDT4 once per process.
-fn startup() -> io::Result<()> {
+pub(super) fn startup() -> io::Result<()> {
     let started = STARTUP.get_or_init(|| {
         // SAFETY: called once per process (OnceLock), before any other shim function.
         if unsafe { hu_startup() } < 0 {
