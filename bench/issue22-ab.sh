@@ -9,6 +9,7 @@ A=$PWD/target/release
 run() { echo "=== $(date -u +%H:%M:%S) $*"; "$@"; echo "=== rc=$?"; }
 run ./target/release/haul-bench run bench/scenarios/gridftp-mem2mem-ab.toml --var before=$B --var after=$A
 run ./target/release/haul-bench run bench/scenarios/gridftp-smallfiles-tmpfs-ab.toml --var before=$B --var after=$A
+run ./target/release/haul-bench run bench/scenarios/cp-onefile-latency-ab.toml --var before=$B --var after=$A
 run flock /tmp/netem-bench.lock ./target/release/haul-bench run bench/scenarios/cp-udt-netem.toml --netem-prefix hcu-
 run flock /tmp/netem-bench.lock ./target/release/haul-bench run bench/scenarios/plut-lfn-mem-ab.toml --netem-prefix hpa- --var before=$B --var after=$A
 run flock /tmp/netem-bench.lock ./target/release/haul-bench run bench/scenarios/tune-mixed-ab.toml --netem-prefix htm- --var prev=$B/haul
