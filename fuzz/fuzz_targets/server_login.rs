@@ -9,35 +9,13 @@
 
 use std::collections::VecDeque;
 
-use haul_proto::server::{Login, LoginConfig, ServerAction, Verdict, GREETING};
-use haul_proto::{Command, LineBuffer, LineError, Reply};
+use haul_proto::server::{Login, LoginConfig, ServerAction, GREETING};
+use haul_proto::{Command, Reply};
 use libfuzzer_sys::fuzz_target;
 
-/// Every command in `data`, as the server reads them: an over-long line ends the session, a
-/// line that is not UTF-8 or does not parse is answered outside the machine.
-fn commands(data: &[u8]) -> Vec<Command> {
-    let mut b = LineBuffer::new(haul_proto::MAX_LINE);
-    b.extend(data);
-    let mut out = Vec::new();
-    loop {
-        match b.next_line() {
-            Ok(Some(l)) => out.extend(Command::parse(&l).ok()),
-            Ok(None) | Err(LineError::TooLong { .. }) => return out,
-            Err(_) => {}
-        }
-    }
-}
-
-/// The verdict of the harness's user table: `alice` / `pw`; `full` is refused (a session
-/// limit); anonymous names get in with any password.
-fn verdict(user: &str, pass: &str) -> Verdict {
-    match user {
-        "alice" if pass == "pw" => Verdict::Accepted,
-        "anonymous" | "ftp" => Verdict::Accepted,
-        "full" => Verdict::Refused(Reply::new(421, "Too many sessions for full.")),
-        _ => Verdict::Rejected,
-    }
-}
+#[path = "common/server.rs"]
+mod server_common;
+use server_common::{commands, verdict};
 
 /// Runs the driver loop; returns whether the session closed.
 fn drive(
@@ -88,7 +66,7 @@ fn drive(
             ServerAction::Verify { user, pass } => {
                 assert_eq!(fed.pop_front(), Some(Command::Pass(pass.clone())));
                 verdict_due = true;
-                s.handle_verified(verdict(&user, &pass));
+                s.handle_verified(verdict(&user, &pass).0);
             }
             ServerAction::StartTls => {
                 assert!(fed.is_empty());

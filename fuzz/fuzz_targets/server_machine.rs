@@ -33,9 +33,10 @@ use libfuzzer_sys::fuzz_target;
 mod answers;
 #[path = "server_machine/input.rs"]
 mod input;
-use input::{
-    canonical, commands, expected_op, is_login_family, is_server_command, is_transfer, Decisions,
-};
+#[path = "common/server.rs"]
+mod server_common;
+use input::{canonical, expected_op, is_login_family, is_server_command, is_transfer, Decisions};
+use server_common::commands;
 
 /// The control connection's peer.
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -455,7 +456,7 @@ fuzz_target!(|data: &[u8]| {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => (rest, &[][..]),
     };
-    let mut cmds = commands(text);
+    let mut cmds = VecDeque::from(commands(text));
     let mut d = Decisions(decisions);
     let mut h = Harness::new(ctl);
     while !h.closed {

@@ -7,7 +7,7 @@ use haul_proto::command::TransferMode;
 use haul_proto::server::Outcome;
 use haul_proto::Reply;
 
-use super::input::verdict;
+use super::server_common::verdict;
 use super::{Harness, Stage, CLIENT};
 
 impl Harness {

@@ -1,40 +1,10 @@
 //! The fuzz input of `server_machine`: the commands, the driver's decisions, and what the
 //! harness knows of the protocol (the user table, which commands are which).
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use haul_proto::server::{ListKind, TransferOp, Verdict, WriteKind};
-use haul_proto::{Command, LineBuffer, LineError, Reply};
-
-/// Every command in `data`, as the server reads them: an over-long line ends the session, a
-/// line that is not UTF-8 or does not parse is answered outside the machine.
-pub fn commands(data: &[u8]) -> VecDeque<Command> {
-    let mut b = LineBuffer::new(haul_proto::MAX_LINE);
-    b.extend(data);
-    let mut out = VecDeque::new();
-    loop {
-        match b.next_line() {
-            Ok(Some(l)) => out.extend(Command::parse(&l).ok()),
-            Ok(None) | Err(LineError::TooLong { .. }) => return out,
-            Err(_) => {}
-        }
-    }
-}
-
-/// The verdict of the harness's user table (`alice` / `pw`; `full` is refused, a session
-/// limit; anonymous names get in with any password) and the reply it brings.
-pub fn verdict(user: &str, pass: &str) -> (Verdict, u16) {
-    match user {
-        "alice" if pass == "pw" => (Verdict::Accepted, 230),
-        "anonymous" | "ftp" => (Verdict::Accepted, 230),
-        "full" => (
-            Verdict::Refused(Reply::new(421, "Too many sessions for full.")),
-            421,
-        ),
-        _ => (Verdict::Rejected, 530),
-    }
-}
+use haul_proto::server::{ListKind, TransferOp, WriteKind};
+use haul_proto::Command;
 
 pub fn is_transfer(c: &Command) -> bool {
     matches!(
