@@ -73,8 +73,6 @@ pub struct Session<'a> {
     pub(crate) cwd: String,
     pub(crate) data: DataState,
     rename_from: Option<String>,
-    /// `PROT P` is in force (kept from the login machine after each command).
-    pub(crate) prot_private: bool,
     pub(crate) plut: crate::plut_transfer::PlutState,
     /// The digest of the file just sent or received, computed from the bytes as they went by,
     /// for the `CKSM` the client pipelined after its `RETR` or `STOR`.
@@ -111,6 +109,11 @@ pub fn fs_error(virt: &str, e: &io::Error) -> String {
 }
 
 impl<'a> Session<'a> {
+    /// Whether `PROT P` is in force (the login machine keeps it).
+    pub(crate) fn prot_private(&self) -> bool {
+        self.machine.login_state().prot_private()
+    }
+
     /// A new session on an accepted control connection.
     pub fn new(shared: &'a Shared, ctl: Control) -> io::Result<Session<'a>> {
         let peer = ctl.peer_ip()?;
@@ -133,7 +136,6 @@ impl<'a> Session<'a> {
             cwd: "/".to_string(),
             data: DataState::default(),
             rename_from: None,
-            prot_private: false,
             plut: Default::default(),
             known_digest: None,
             peer,

@@ -56,13 +56,13 @@ impl Source for Bytes {
 }
 
 impl Session<'_> {
-    fn dial(&self) -> io::Result<Dial> {
+    fn dial(&self) -> Dial {
         let cfg = &self.shared.cfg;
-        Ok(Dial {
+        Dial {
             stack: self.data.stack,
             sbuf: self.sbuf(),
             timeout: cfg.data_timeout,
-            tls: if self.prot_private {
+            tls: if self.prot_private() {
                 self.shared.tls.clone()
             } else {
                 None
@@ -70,7 +70,7 @@ impl Session<'_> {
             peers: self.machine.transfer_state().peers(),
             limit: cfg.max_parallelism,
             token: self.data_token,
-        })
+        }
     }
 
     fn watch(&self, markers: bool) -> Watch {
@@ -90,15 +90,11 @@ impl Session<'_> {
             Ok(s) => s,
             Err(e) => return self.ctl.reply(501, format!("SETNETSTACK: {e}.")),
         };
-        if stack == NetStack::Udt && !udt::AVAILABLE {
-            return self
-                .ctl
-                .reply(504, "SETNETSTACK udt: this server was built without UDT4.");
-        }
+        // Built without UDT4, or its library cannot be loaded: `usable` says which.
         if let (NetStack::Udt, Err(e)) = (stack, udt::usable()) {
             return self.ctl.reply(504, format!("SETNETSTACK udt: {e}."));
         }
-        if stack == NetStack::Udt && (self.prot_private || self.shared.cfg.require_tls) {
+        if stack == NetStack::Udt && (self.prot_private() || self.shared.cfg.require_tls) {
             return self.ctl.reply(
                 504,
                 "SETNETSTACK udt: UDT data channels carry no TLS, and this session's must.",
@@ -122,7 +118,7 @@ impl Session<'_> {
         let progress = Progress::default();
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
         let extended = self.mode() == TransferMode::Extended;
-        let (dial, watch, cut) = (self.dial()?, self.watch(false), Cut::default());
+        let (dial, watch, cut) = (self.dial(), self.watch(false), Cut::default());
         let mut conns = if extended {
             std::mem::take(&mut self.data.cached)
         } else {
@@ -200,7 +196,7 @@ impl Session<'_> {
     ) -> io::Result<Result<RangeSet, Option<io::Error>>> {
         let progress = Progress::default();
         let extended = self.mode() == TransferMode::Extended;
-        let (dial, watch, cut) = (self.dial()?, self.watch(true), Cut::default());
+        let (dial, watch, cut) = (self.dial(), self.watch(true), Cut::default());
         let mut conns = if extended {
             std::mem::take(&mut self.data.cached)
         } else {

@@ -73,7 +73,6 @@ impl Session<'_> {
             }
         }
         debug_assert_eq!(self.ctl.is_tls(), self.machine.login_state().is_tls());
-        self.prot_private = self.machine.login_state().prot_private();
         Ok(Flow::Continue)
     }
 
