@@ -227,3 +227,27 @@ fn listings_describe_an_escaping_symlink_as_itself() {
         }
     }
 }
+
+/// The served root itself is never removed or renamed, however it is named.
+#[test]
+fn the_root_cannot_be_removed_or_renamed() {
+    let l = layout();
+    let srv = server(&l.root, |_| {});
+    let mut c = Ctl::anon(srv.addr());
+    for (cmd, verb) in [
+        ("RMD /", "removed"),
+        ("DELE /", "removed"),
+        ("RMD .", "removed"),
+        ("RNFR /", "renamed"),
+        ("RNFR ..", "renamed"),
+    ] {
+        let r = c.cmd(cmd);
+        assert_eq!(r.code, 550, "{cmd}: {r}");
+        assert!(
+            r.text().contains(&format!("cannot be {verb}")),
+            "{cmd}: {r}"
+        );
+    }
+    assert!(l.root.is_dir());
+    assert_eq!(c.cmd("RNTO x").code, 503, "no RNFR was accepted");
+}

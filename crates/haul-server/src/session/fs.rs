@@ -182,14 +182,30 @@ impl Session<'_> {
         }
     }
 
-    fn cmd_mkd(&mut self, arg: &str) -> io::Result<()> {
+    /// The checks every change to a name makes: a user who may write, a real path, not the
+    /// root when `root_verb` names the change (`removed`, `renamed`), and the parent handle
+    /// (`refuse_part`: see [`Session::parent_of`]). Replies and returns None when one fails.
+    fn name_to_change(
+        &mut self,
+        arg: &str,
+        root_verb: Option<&str>,
+        refuse_part: bool,
+    ) -> io::Result<Option<(String, Parent)>> {
         if !self.check_write()? {
-            return Ok(());
+            return Ok(None);
         }
         let Some(virt) = self.resolve_real(arg)? else {
-            return Ok(());
+            return Ok(None);
         };
-        let Some(parent) = self.parent_of(&virt, true)? else {
+        if let Some(verb) = root_verb.filter(|_| virt == "/") {
+            let why = format!("/: Permission denied (the served root cannot be {verb})");
+            return self.ctl.reply(550, why).map(|()| None);
+        }
+        Ok(self.parent_of(&virt, refuse_part)?.map(|p| (virt, p)))
+    }
+
+    fn cmd_mkd(&mut self, arg: &str) -> io::Result<()> {
+        let Some((virt, parent)) = self.name_to_change(arg, None, true)? else {
             return Ok(());
         };
         match parent.mkdir() {
@@ -204,19 +220,7 @@ impl Session<'_> {
     }
 
     fn cmd_remove(&mut self, arg: &str, dir: bool) -> io::Result<()> {
-        if !self.check_write()? {
-            return Ok(());
-        }
-        let Some(virt) = self.resolve_real(arg)? else {
-            return Ok(());
-        };
-        if virt == "/" {
-            return self.ctl.reply(
-                550,
-                "/: Permission denied (the served root cannot be removed)",
-            );
-        }
-        let Some(parent) = self.parent_of(&virt, false)? else {
+        let Some((virt, parent)) = self.name_to_change(arg, Some("removed"), false)? else {
             return Ok(());
         };
         match parent.remove(dir) {
@@ -229,19 +233,7 @@ impl Session<'_> {
     }
 
     fn cmd_rnfr(&mut self, arg: &str) -> io::Result<()> {
-        if !self.check_write()? {
-            return Ok(());
-        }
-        let Some(virt) = self.resolve_real(arg)? else {
-            return Ok(());
-        };
-        if virt == "/" {
-            return self.ctl.reply(
-                550,
-                "/: Permission denied (the served root cannot be renamed)",
-            );
-        }
-        let Some(parent) = self.parent_of(&virt, true)? else {
+        let Some((virt, parent)) = self.name_to_change(arg, Some("renamed"), true)? else {
             return Ok(());
         };
         match parent.lstat() {
@@ -261,13 +253,7 @@ impl Session<'_> {
         let Some(from) = self.rename_from.take() else {
             return self.ctl.reply(503, "RNTO needs RNFR first.");
         };
-        if !self.check_write()? {
-            return Ok(());
-        }
-        let Some(virt) = self.resolve_real(arg)? else {
-            return Ok(());
-        };
-        let Some(to) = self.parent_of(&virt, true)? else {
+        let Some((virt, to)) = self.name_to_change(arg, None, true)? else {
             return Ok(());
         };
         let Some(from_parent) = self.parent_of(&from, true)? else {
