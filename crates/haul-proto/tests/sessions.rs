@@ -202,6 +202,10 @@ impl Server {
                 };
                 (Running::Send { path, ranges, src }, true)
             }
+            TransferOp::Receive { path, .. } if path.starts_with("ro/") => {
+                let r = Reply::new(550, format!("{path}: Permission denied"));
+                return self.s.transfers().transfer_done(Outcome::Refused(r));
+            }
             TransferOp::Receive { path, .. } => {
                 let restart = t.restart.is_some();
                 (Running::Receive { path, restart }, false)
@@ -510,14 +514,25 @@ fn abor_cuts_one_download_and_the_pipeline_goes_on() {
 #[test]
 fn a_refused_upload_fails_alone() {
     let mut server = Server::new();
-    let files = vec![content(1, 100), content(2, 100)];
-    let mut ops = vec![put("ok"), put("ok2")];
-    // ERET-style options are ignored for uploads; a CKSM of a file the upload never wrote is
-    // refused by the server: the file fails on its checksum.
-    ops[1].cksm = Some("MD5".into());
-    server.hold = None;
-    let c = run(&mut server, ops, files.clone(), 1);
-    assert!(c.done(0) && c.done(1));
-    assert_eq!(server.files["ok"], files[0]);
-    assert_eq!(server.files["ok2"], files[1]);
+    let files = vec![content(1, 100), content(2, 100), content(3, 100)];
+    // The harness's server refuses uploads under `ro/` before any data moves.
+    let ops = vec![put("a"), put("ro/b"), put("c")];
+    let c = run(&mut server, ops, files.clone(), 3);
+    assert!(c.done(0) && c.done(2), "{:?}", c.events);
+    assert!(
+        c.events.iter().any(
+            |e| matches!(e, FileEvent::Failed { file: 1, command, reply }
+            if reply.code == 550 && *command == Command::Stor("ro/b".into()))
+        ),
+        "{:?}",
+        c.events
+    );
+    assert!(!c.done(1));
+    assert!(
+        !server.files.contains_key("ro/b"),
+        "nothing stored for the refused file"
+    );
+    assert_eq!(server.files["a"], files[0]);
+    assert_eq!(server.files["c"], files[2]);
+    assert_eq!(server.moved, 200, "the refused file's bytes never moved");
 }
