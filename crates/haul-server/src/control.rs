@@ -226,11 +226,16 @@ impl Control {
     }
 
     /// Reads what the client has already sent, without waiting (plain connections only: a TLS
-    /// record cannot be read in part); true if anything arrived.
+    /// record cannot be read in part); true if anything arrived. Reads nothing while a line's
+    /// worth ([`haul_proto::MAX_LINE`]) is already held, so a client pipelining commands during
+    /// a long transfer leaves them in the socket (and TCP's flow control), not in memory.
     fn fill_now(&mut self) -> bool {
         let Stream::Plain(s) = &self.stream else {
             return false;
         };
+        if self.lines.pending() >= MAX_LINE {
+            return false;
+        }
         let mut buf = [0u8; 4096];
         use std::os::fd::AsRawFd;
         // SAFETY: a valid socket and a writable buffer of the given length.
@@ -298,4 +303,35 @@ impl Control {
 /// Whether a command line is `ABOR`.
 fn is_abor(line: &str) -> bool {
     line.trim().eq_ignore_ascii_case("ABOR")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A client that pipelines far more than a line while a transfer runs: the watch's look for
+    /// `ABOR` holds at most a line and one read of it.
+    #[test]
+    fn looking_for_abor_buffers_at_most_a_line() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut ctl = Control::new(l.accept().unwrap().0, Duration::from_secs(5)).unwrap();
+        client.write_all(&b"NOOP\r\n".repeat(50_000)).unwrap();
+        client.write_all(b"ABOR\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..1000 {
+            assert!(!ctl.abor_pending(), "the ABOR lies beyond what may be held");
+        }
+        assert!(
+            ctl.lines.pending() < MAX_LINE + 4096,
+            "{}",
+            ctl.lines.pending()
+        );
+        // The lines are still there, in order, for the session to read.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert!(matches!(ctl.next_line(deadline).unwrap(), Input::Line(l) if l == "NOOP"));
+    }
 }
