@@ -1,5 +1,5 @@
 //! Logins: anonymous (`anonymous` / `ftp`, only when enabled) and named users from a password
-//! file whose lines are `name:<argon2 PHC hash>:rw|ro[,third-party]`. Passwords are stored only
+//! file whose lines are `name:<argon2 PHC hash>:rw|ro[,third-party][,relay]`. Passwords are stored only
 //! as salted argon2id hashes and checked with argon2's constant-time verifier. An unknown name
 //! costs the same verification as a known one (against a decoy hash), so the answer's timing
 //! does not tell which names exist, and at most [`Users::VERIFIERS`] verifications (each takes
@@ -48,6 +48,8 @@ pub struct Access {
     pub write: bool,
     /// May have data connections with hosts other than its own (third-party transfers).
     pub third_party: bool,
+    /// May use this server as a relay (nested URLs), when it relays at all.
+    pub relay: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -205,13 +207,14 @@ impl Users {
                     )))
                 }
             };
-            let mut third_party = false;
+            let (mut third_party, mut relay) = (false, false);
             for f in flags {
                 match f {
                     "third-party" => third_party = true,
+                    "relay" => relay = true,
                     other => {
                         return Err(err(format!(
-                            "unknown permission {other:?} (known: third-party)"
+                            "unknown permission {other:?} (known: third-party, relay)"
                         )))
                     }
                 }
@@ -220,7 +223,11 @@ impl Users {
                 name.to_string(),
                 Entry {
                     hash: hash.to_string(),
-                    access: Access { write, third_party },
+                    access: Access {
+                        write,
+                        third_party,
+                        relay,
+                    },
                 },
             );
         }
@@ -287,19 +294,25 @@ mod tests {
     fn hash_then_verify() {
         let h = hash_password("s3cret").unwrap();
         assert!(h.starts_with("$argon2id$"));
-        let users = Users::parse(&format!("alice:{h}:rw\nbob:{h}:ro,third-party\n"), "t").unwrap();
+        let users = Users::parse(
+            &format!("alice:{h}:rw\nbob:{h}:ro,third-party,relay\n"),
+            "t",
+        )
+        .unwrap();
         assert_eq!(
             users.verify("alice", "s3cret"),
             Some(Access {
                 write: true,
-                third_party: false
+                third_party: false,
+                relay: false
             })
         );
         assert_eq!(
             users.verify("bob", "s3cret"),
             Some(Access {
                 write: false,
-                third_party: true
+                third_party: true,
+                relay: true
             })
         );
         assert_eq!(users.verify("alice", "wrong"), None);

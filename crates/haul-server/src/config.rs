@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub marker_interval: Duration,
     /// MODE E block size this server sends.
     pub block_size: usize,
+    /// What carries out commands on nested URLs (`ftp://relay/ftp://origin/path`); without
+    /// one, such commands are refused (`haul serve --relay-allow` gives one).
+    pub relay: Option<std::sync::Arc<dyn crate::relay::Relay>>,
 }
 
 impl ServerConfig {
@@ -63,6 +66,7 @@ impl ServerConfig {
             max_parallelism: 64,
             marker_interval: Duration::from_secs(1),
             block_size: 256 * 1024,
+            relay: None,
         }
     }
 }

@@ -17,6 +17,8 @@
 //! - `transfer`, `listing`, `control`: a session's transfers, directory listings and the
 //!   (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
+//! - [`relay`]: the hook through which commands on nested URLs reach a next hop (haul-overlay
+//!   implements it), driven by `session::relay`.
 
 pub mod auth;
 pub mod config;
@@ -24,6 +26,7 @@ mod control;
 mod datachan;
 mod listing;
 mod plut_transfer;
+pub mod relay;
 pub mod server;
 mod session;
 mod transfer;

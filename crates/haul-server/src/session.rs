@@ -15,6 +15,7 @@ mod data;
 mod feat;
 mod fs;
 mod login;
+mod relay;
 
 use std::collections::HashMap;
 use std::io;
@@ -85,6 +86,10 @@ pub struct Session<'a> {
     pub(crate) data_token: Option<haul_transport::token::DataToken>,
     /// A named user's place among its sessions, held while logged in.
     user_slot: Option<login::UserSlot<'a>>,
+    /// The login name, once logged in.
+    pub(crate) user_name: String,
+    /// The next hop of the commands on nested URLs, kept for the next one (relays only).
+    pub(crate) hop: Option<Box<dyn crate::relay::Hop>>,
 }
 
 /// Failed logins per client address, for the back-off: (count, time of the last).
@@ -142,6 +147,8 @@ impl<'a> Session<'a> {
             login_by: Instant::now() + shared.cfg.login_timeout,
             data_token: None,
             user_slot: None,
+            user_name: String::new(),
+            hop: None,
         })
     }
 
@@ -221,6 +228,7 @@ impl<'a> Session<'a> {
             }
         }
         self.data.drop_all();
+        self.hop = None;
         Ok(self.ctl)
     }
 
@@ -242,6 +250,9 @@ impl<'a> Session<'a> {
     /// Answers a command the session machine forwarded (it may run now) by routing it to its
     /// family.
     fn route(&mut self, cmd: Command) -> io::Result<()> {
+        if self.relay_command(&cmd)? {
+            return Ok(());
+        }
         match cmd {
             Command::Feat
             | Command::Opts { .. }

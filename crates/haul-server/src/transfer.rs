@@ -43,6 +43,9 @@ impl<T: Sink + ?Sized> Sink for Shifted<'_, T> {
     }
 }
 
+/// What moves a send's data on its connections: `(connections, MODE E?, progress)`.
+pub(crate) type Mover<'a> = dyn Fn(&mut Vec<Conn>, bool, &Progress) -> io::Result<()> + Sync + 'a;
+
 /// Listing bytes as a source.
 struct Bytes(Vec<u8>);
 
@@ -108,15 +111,35 @@ impl Session<'_> {
     }
 
     /// The transfer mode in force.
-    fn mode(&self) -> TransferMode {
+    pub(crate) fn mode(&self) -> TransferMode {
         self.machine.transfer_state().mode()
     }
 
     /// Sends `ranges` of `src`: MODE E over cached or new connections, or MODE S on one.
     /// Returns whether the transfer completed (the machine defers its `226`).
     fn send_source(&mut self, src: &dyn Source, ranges: Vec<(u64, u64)>) -> io::Result<bool> {
-        let progress = Progress::default();
         let ranges: Vec<(u64, u64)> = ranges.into_iter().filter(|(a, b)| b > a).collect();
+        let block = self.shared.cfg.block_size;
+        self.send_with(&|conns, extended, progress| {
+            if extended {
+                return mode_e::send(conns, src, &ranges, block, progress, false);
+            }
+            let (start, end) = (
+                ranges.first().map_or(0, |r| r.0),
+                ranges.last().map_or(0, |r| r.1),
+            );
+            let conn = conns
+                .pop()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+            stream::send(conn, src, start, Some(end), progress)
+        })
+    }
+
+    /// Runs a send whose data `mover` writes on the data connections (MODE E: cached or new
+    /// ones, kept afterwards; MODE S: one, consumed), told whether the mode is extended.
+    /// Returns whether the transfer completed (the machine defers its `226`).
+    pub(crate) fn send_with(&mut self, mover: &Mover<'_>) -> io::Result<bool> {
+        let progress = Progress::default();
         let extended = self.mode() == TransferMode::Extended;
         let (dial, watch, cut) = (self.dial(), self.watch(false), Cut::default());
         let mut conns = if extended {
@@ -134,7 +157,7 @@ impl Session<'_> {
         } else {
             1
         };
-        let (setup, block) = (&self.data.setup, self.shared.cfg.block_size);
+        let setup = &self.data.setup;
         // Err(true): no data connection could be had (425); Err(false): the transfer failed.
         let result = watched(
             &mut self.ctl,
@@ -145,22 +168,8 @@ impl Session<'_> {
                 if conns.is_empty() {
                     conns = dial.open(setup, n, &cut).map_err(|e| (true, e))?;
                 }
-                if extended {
-                    mode_e::send(&mut conns, src, &ranges, block, &progress, false)
-                        .map(|()| conns)
-                        .map_err(|e| (false, e))
-                } else {
-                    let (start, end) = (
-                        ranges.first().map_or(0, |r| r.0),
-                        ranges.last().map_or(0, |r| r.1),
-                    );
-                    let conn = conns
-                        .pop()
-                        .ok_or_else(|| (true, io::Error::from(io::ErrorKind::NotConnected)))?;
-                    stream::send(conn, src, start, Some(end), &progress)
-                        .map(|()| Vec::new())
-                        .map_err(|e| (false, e))
-                }
+                mover(&mut conns, extended, &progress).map_err(|e| (false, e))?;
+                Ok(if extended { conns } else { Vec::new() })
             },
         )?;
         match result {
@@ -185,18 +194,19 @@ impl Session<'_> {
     }
 
     /// Receives into `sink` (MODE E blocks at `base` + offset; MODE S from `stream_start`),
-    /// sending markers meanwhile. On success the final 112 and 111 are sent and the ranges
-    /// written are returned. On failure, `Err(None)` if the outcome was reported (no data
+    /// sending markers meanwhile when `markers` (a relay sends none: what it holds is not yet
+    /// stored). On success the final 112 and 111 are sent and the ranges written are returned. On failure, `Err(None)` if the outcome was reported (no data
     /// channel), else the cause, for the caller's outcome.
     pub(crate) fn receive_into(
         &mut self,
         sink: &dyn Sink,
         base: u64,
         stream_start: u64,
+        markers: bool,
     ) -> io::Result<Result<RangeSet, Option<io::Error>>> {
         let progress = Progress::default();
         let extended = self.mode() == TransferMode::Extended;
-        let (dial, watch, cut) = (self.dial(), self.watch(true), Cut::default());
+        let (dial, watch, cut) = (self.dial(), self.watch(markers), Cut::default());
         let mut conns = if extended {
             std::mem::take(&mut self.data.cached)
         } else {
@@ -273,7 +283,9 @@ impl Session<'_> {
                 if extended {
                     self.data.cached = reusable;
                 }
-                send_markers(&mut self.ctl, &progress)?;
+                if markers {
+                    send_markers(&mut self.ctl, &progress)?;
+                }
                 Ok(Ok(progress.ranges()))
             }
             Err(e) => {
@@ -368,6 +380,12 @@ impl Session<'_> {
         }
     }
 
+    /// Sends a listing's bytes.
+    pub(crate) fn send_bytes(&mut self, b: Vec<u8>) -> io::Result<()> {
+        let len = b.len() as u64;
+        self.send_source(&Bytes(b), vec![(0, len)]).map(drop)
+    }
+
     /// LIST / NLST / MLSD: send a listing over the data channel (MODE S, or MODE E blocks).
     pub(crate) fn cmd_listing(&mut self, arg: Option<&str>, kind: ListKind) -> io::Result<()> {
         let Some(virt) = self.resolve_real(arg.unwrap_or("."))? else {
@@ -387,10 +405,7 @@ impl Session<'_> {
             ListKind::Nlst => listing::list(root, &virt, false),
         };
         match body {
-            Ok(b) => {
-                let len = b.len() as u64;
-                self.send_source(&Bytes(b), vec![(0, len)]).map(drop)
-            }
+            Ok(b) => self.send_bytes(b),
             Err(e) => self.answer(550, fs_error(&virt, &e)),
         }
     }

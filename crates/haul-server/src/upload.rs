@@ -202,7 +202,7 @@ impl<'a> Session<'a> {
             Some(h) => h,
             None => &file,
         };
-        let got: RangeSet = match self.receive_into(sink, at.base, at.start)? {
+        let got: RangeSet = match self.receive_into(sink, at.base, at.start, true)? {
             Ok(got) => got,
             Err(None) => return Ok(()),
             Err(Some(e)) => return self.upload_failed(&virt, &parent, file, at.to_part, &e),
@@ -216,7 +216,7 @@ impl<'a> Session<'a> {
 
     /// STOR to `/dev/null`: receives the data and keeps none of it.
     fn stor_null(&mut self) -> io::Result<()> {
-        match self.receive_into(&Null, 0, 0)? {
+        match self.receive_into(&Null, 0, 0, true)? {
             Ok(_) => self.finish(Outcome::Complete),
             Err(None) => Ok(()),
             Err(Some(e)) => self.finish(Outcome::Failed(e.to_string())),

@@ -19,6 +19,7 @@
 //! - [`io`]: byte sources and sinks addressed by offset (files, the zero source, the null sink).
 //! - [`mode_e`]: GridFTP MODE E over N parallel connections, sender and receiver.
 //! - [`plut`]: PLUT (reliable UDP, `haul-plut`) over real sockets with batched IO and pacing.
+//! - [`pump`]: the bounded buffer between a relay's two legs, forwarding blocks as they come.
 //! - [`stream`]: RFC 959 stream mode over one connection.
 //! - [`tls`]: rustls configs and TLS data streams (RFC 4217).
 //! - [`token`]: data-connection tokens (haul's `DTOK` extension).
@@ -29,6 +30,7 @@ pub mod io;
 pub mod mode_e;
 pub mod net;
 pub mod plut;
+pub mod pump;
 pub mod socket;
 pub mod stream;
 pub mod tls;

@@ -60,6 +60,7 @@ pub fn unavailable() -> io::Error {
 }
 
 /// A UDT timeout in the milliseconds UDT_RCVTIMEO / UDT_SNDTIMEO take (-1: wait forever).
+#[cfg(haul_udt)]
 fn millis(t: Option<Duration>) -> i64 {
     t.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i64)
 }

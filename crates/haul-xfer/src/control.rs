@@ -40,8 +40,20 @@ impl Control {
         tls: Option<&crate::tls::ClientTls>,
         timeout: Duration,
     ) -> Result<Control, XferError> {
+        let addrs = resolve(url)?;
+        Self::connect_to(url, &addrs, tls, timeout)
+    }
+
+    /// As [`Control::connect`], to one of `addrs` (already resolved and checked: a relay
+    /// connects only where its allow-list lets it, and never resolves the name twice).
+    pub fn connect_to(
+        url: &RemoteUrl,
+        addrs: &[SocketAddr],
+        tls: Option<&crate::tls::ClientTls>,
+        timeout: Duration,
+    ) -> Result<Control, XferError> {
         let name = url.host_port();
-        let tcp = dial(url, &name, timeout)?;
+        let tcp = dial(addrs, &name, timeout)?;
         let conn_err = |e: std::io::Error| XferError::Connect {
             host: name.clone(),
             reason: e.to_string(),
@@ -249,16 +261,20 @@ impl Control {
 }
 
 /// Resolves the URL's host and opens the TCP connection, trying each address in turn.
-fn dial(url: &RemoteUrl, name: &str, timeout: Duration) -> Result<TcpStream, XferError> {
-    let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
+/// The addresses `url`'s host resolves to.
+pub fn resolve(url: &RemoteUrl) -> Result<Vec<SocketAddr>, XferError> {
+    let addrs = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| XferError::Connect {
-            host: name.to_string(),
+            host: url.host_port(),
             reason: format!("cannot resolve: {e}"),
-        })?
-        .collect();
+        })?;
+    Ok(addrs.collect())
+}
+
+fn dial(addrs: &[SocketAddr], name: &str, timeout: Duration) -> Result<TcpStream, XferError> {
     let mut last = None;
-    for a in &addrs {
+    for a in addrs {
         match TcpStream::connect_timeout(a, timeout) {
             Ok(tcp) => {
                 tcp.set_nodelay(true).ok();

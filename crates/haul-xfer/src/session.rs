@@ -23,9 +23,10 @@ mod data;
 mod get;
 mod plut;
 mod put;
+mod relay;
 
-use data::prepare;
 pub use data::PasvAddress;
+pub use relay::Fetch;
 
 /// How long a data channel may stay silent by default (`--data-timeout`): the read deadline
 /// reused connections always had.
@@ -151,7 +152,27 @@ impl Session {
         pasv: PasvAddress,
     ) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
-        Ok(Session {
+        Ok(Self::with_control(ctl, url, tls, pasv))
+    }
+
+    /// Connects to one of `addrs` (resolved and checked by the caller) and logs in.
+    pub fn open_at(
+        url: &RemoteUrl,
+        addrs: &[std::net::SocketAddr],
+        tls: Option<&ClientTls>,
+        pasv: PasvAddress,
+    ) -> Result<Session, XferError> {
+        let ctl = Control::connect_to(url, addrs, tls, Duration::from_secs(30))?;
+        Ok(Self::with_control(ctl, url, tls, pasv))
+    }
+
+    fn with_control(
+        ctl: Control,
+        url: &RemoteUrl,
+        tls: Option<&ClientTls>,
+        pasv: PasvAddress,
+    ) -> Session {
+        Session {
             ctl,
             url: url.clone(),
             tls: tls.cloned(),
@@ -163,7 +184,7 @@ impl Session {
             abandoned: false,
             token: None,
             stack: NetStack::Tcp,
-        })
+        }
     }
 
     /// Carries this session's data connections over `stack` from now on: `SITE SETNETSTACK`,
@@ -278,39 +299,8 @@ impl Session {
 
     /// Lists a directory with MLSD in stream mode over a passive connection.
     pub fn mlsd(&mut self, path: &str) -> Result<Vec<crate::listing::Entry>, XferError> {
-        if self.mode_e {
-            self.ctl.expect(&Command::Mode(TransferMode::Stream), 200)?;
-            self.mode_e = false;
-            self.data = DataState::None;
-        }
-        let token = self.data_token()?;
-        let addr = self.pasv()?;
-        let raw = RawConn::connect(self.stack, addr, None, self.data_timeout)
-            .map_err(|e| XferError::io(&self.ctl.name, e))?;
-        self.ctl.send(&Command::Mlsd(Some(path.to_string())))?;
-        let r = self.ctl.reply()?;
-        if !r.is_preliminary() {
-            return Err(XferError::from_reply(
-                &self.ctl.name,
-                &Command::Mlsd(Some(path.to_string())),
-                &r,
-            ));
-        }
-        let mut conn = prepare(raw, self.tls_host(), self.data_timeout)
-            .map_err(|e| XferError::io(&self.ctl.name, e))?;
-        data::present(&mut conn, token).map_err(|e| XferError::io(&self.ctl.name, e))?;
-        let sink = crate::listing::VecSink::default();
-        haul_transport::stream::receive(conn, &sink, 0, &Progress::default())
-            .map_err(|e| XferError::io(&self.ctl.name, e))?;
-        let r = self.ctl.final_reply(&mut |_| {})?;
-        if !r.is_success() {
-            return Err(XferError::from_reply(
-                &self.ctl.name,
-                &Command::Mlsd(Some(path.to_string())),
-                &r,
-            ));
-        }
-        Ok(crate::listing::parse_mlsd(&sink.into_bytes()))
+        let bytes = self.listing(&Command::Mlsd(Some(path.to_string())))?;
+        Ok(crate::listing::parse_mlsd(&bytes))
     }
 
     /// Reads the reply to a queued `CKSM` and returns its digest.

@@ -53,11 +53,19 @@ impl Session<'_> {
 
     /// Runs one transfer the machine started; every path ends it with an outcome.
     fn run_transfer(&mut self, t: Transfer) -> io::Result<()> {
+        if self.relay_transfer(&t)? {
+            return self.ensure_outcome();
+        }
         match t.op {
             TransferOp::Send { path, range } => self.cmd_retr(&path, range, t.restart)?,
             TransferOp::Receive { path, kind } => self.cmd_stor(&path, kind, t.restart)?,
             TransferOp::List { path, kind } => self.cmd_listing(path.as_deref(), kind)?,
         }
+        self.ensure_outcome()
+    }
+
+    /// Ends a transfer that its driver left without an outcome (a bug) with `426`.
+    fn ensure_outcome(&mut self) -> io::Result<()> {
         if self.machine.transfer_state().in_transfer() {
             tracing::error!("a transfer ended without an outcome");
             self.finish(Outcome::Failed("internal error: no outcome".into()))?;

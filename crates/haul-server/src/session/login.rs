@@ -84,6 +84,7 @@ impl Session<'_> {
             cfg.anonymous.then_some(Access {
                 write: cfg.anonymous_write,
                 third_party: false,
+                relay: cfg.relay.as_ref().is_some_and(|r| r.anonymous_may_relay()),
             })
         } else {
             self.shared.users.verify(name, pw)
@@ -121,6 +122,7 @@ impl Session<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.peer);
         self.anonymous = is_anonymous(name);
+        self.user_name = name.to_string();
         self.access = Some(a);
         self.machine.transfers().set_third_party(a.third_party);
         tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");

@@ -49,7 +49,7 @@ pub(super) fn retr_of(it: &GetItem<'_>) -> Command {
 
 impl Session {
     /// Ensures the session is set up to download with `p` streams.
-    fn ready_download(&mut self, p: &DataParams) -> Result<(), XferError> {
+    pub(super) fn ready_download(&mut self, p: &DataParams) -> Result<(), XferError> {
         self.set_mode_e()?;
         if let DataState::Download { parallelism, .. } = &self.data {
             if *parallelism == p.parallelism {
@@ -270,7 +270,11 @@ impl Session {
 
     /// Receives one file's MODE E data into `sink` over the cached data connections and any the
     /// server opens, keeping the reusable ones for the next file.
-    fn receive_into(&mut self, item: &GetItem<'_>, sink: &dyn Sink) -> Result<(), XferError> {
+    pub(super) fn receive_into(
+        &mut self,
+        item: &GetItem<'_>,
+        sink: &dyn Sink,
+    ) -> Result<(), XferError> {
         let tls = self.tls.clone();
         let host = self.url.host.clone();
         let DataState::Download {

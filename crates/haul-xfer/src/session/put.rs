@@ -14,7 +14,7 @@ use crate::error::XferError;
 
 impl Session {
     /// Ensures the session is set up to upload with `p` streams.
-    fn ready_upload(&mut self, p: &DataParams) -> Result<(), XferError> {
+    pub(super) fn ready_upload(&mut self, p: &DataParams) -> Result<(), XferError> {
         self.set_mode_e()?;
         if let DataState::Upload { cached, pending } = &self.data {
             if cached.len() + pending.len() == p.parallelism as usize {
@@ -115,6 +115,24 @@ impl Session {
             Some(h) => h.missing(item.len),
             None => vec![(0, item.len)],
         };
+        self.upload_conns()?;
+        // Send on the data connections while reading 111/112 markers on the control
+        // connection, so restart markers are journaled as they arrive.
+        let (cached, ctl) = self.upload_parts()?;
+        let (end, sent) = std::thread::scope(|s| {
+            let h =
+                s.spawn(|| mode_e::send(cached, item.src, &ranges, block, item.progress, false));
+            (data_end(ctl, t, item.progress, &item.path), h.join())
+        });
+        let end = end?;
+        sent.unwrap_or_else(|_| Err(std::io::Error::other("sender panicked")))
+            .map_err(|e| XferError::io(&format!("sending {}", item.path), e))?;
+        end
+    }
+
+    /// The upload's data connections, readied: those opened before the first `STOR` get their
+    /// TLS handshake and token now.
+    pub(super) fn upload_conns(&mut self) -> Result<(), XferError> {
         let tls = self.tls.clone();
         let host = self.url.host.clone();
         let DataState::Upload { cached, pending } = &mut self.data else {
@@ -132,18 +150,17 @@ impl Session {
             data::present(&mut conn, self.token).map_err(|e| XferError::io(&host, e))?;
             cached.push(conn);
         }
-        // Send on the data connections while reading 111/112 markers on the control
-        // connection, so restart markers are journaled as they arrive.
-        let ctl = &mut self.ctl;
-        let (end, sent) = std::thread::scope(|s| {
-            let h =
-                s.spawn(|| mode_e::send(cached, item.src, &ranges, block, item.progress, false));
-            (data_end(ctl, t, item), h.join())
-        });
-        let end = end?;
-        sent.unwrap_or_else(|_| Err(std::io::Error::other("sender panicked")))
-            .map_err(|e| XferError::io(&format!("sending {}", item.path), e))?;
-        end
+        Ok(())
+    }
+
+    /// The upload's data connections and the control connection, borrowed together.
+    pub(super) fn upload_parts(
+        &mut self,
+    ) -> Result<(&mut Vec<haul_transport::Conn>, &mut Control), XferError> {
+        match &mut self.data {
+            DataState::Upload { cached, .. } => Ok((cached, &mut self.ctl)),
+            _ => Err(XferError::Usage("session is not set up for uploads".into())),
+        }
     }
 }
 
@@ -165,28 +182,24 @@ fn hold(progress: &Progress, ranges: &RangeSet) {
     }
 }
 
-/// Reads replies during the data phase of `item` up to its `STOR`'s final reply, journaling
-/// restart markers. Outer error: the control connection failed (or replied out of sequence);
-/// inner: the server refused the transfer.
-fn data_end(
+/// Reads replies during the data phase of the upload of `path` up to its `STOR`'s final reply,
+/// journaling restart markers in `progress`. Outer error: the control connection failed (or
+/// replied out of sequence); inner: the server refused the transfer.
+pub(super) fn data_end(
     ctl: &mut Control,
     t: &mut Transfers,
-    item: &PutItem<'_>,
+    progress: &Progress,
+    path: &str,
 ) -> Result<Result<(), XferError>, XferError> {
     loop {
         match ctl.transfer_event(t)? {
-            FileEvent::RestartMarker { ranges, .. } => hold(item.progress, &ranges),
+            FileEvent::RestartMarker { ranges, .. } => hold(progress, &ranges),
             FileEvent::Perf { .. } => {}
             FileEvent::Moved { .. } => return Ok(Ok(())),
             FileEvent::Failed { command, reply, .. } => {
                 return Ok(Err(XferError::from_reply(&ctl.name, &command, &reply)));
             }
-            ev => {
-                return Err(XferError::Internal(format!(
-                    "{ev:?} while sending {}",
-                    item.path
-                )))
-            }
+            ev => return Err(XferError::Internal(format!("{ev:?} while sending {path}"))),
         }
     }
 }

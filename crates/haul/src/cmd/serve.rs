@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 use haul_server::{Server, ServerConfig};
 
+mod relay;
+
 /// Arguments of `haul serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -25,7 +27,7 @@ pub struct Args {
     /// Let anonymous users write.
     #[arg(long, requires = "anonymous")]
     anonymous_write: bool,
-    /// Users file: lines `name:<argon2 hash>:rw|ro[,third-party]` (see --hash-password).
+    /// Users file: lines `name:<argon2 hash>:rw|ro[,third-party][,relay]` (see --hash-password).
     #[arg(long)]
     users: Option<PathBuf>,
     /// PEM certificate chain enabling AUTH TLS.
@@ -61,6 +63,8 @@ pub struct Args {
     /// Read a password from stdin and print its argon2id hash for a users file, then exit.
     #[arg(long)]
     hash_password: bool,
+    #[command(flatten)]
+    relay: relay::RelayArgs,
 }
 
 /// Runs `haul serve`.
@@ -91,6 +95,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.idle_timeout = Duration::from_secs(args.idle_timeout.max(1));
     cfg.data_timeout = Duration::from_secs(args.data_timeout.max(1));
     cfg.max_parallelism = args.max_parallelism as usize;
+    if let Some(r) = args.relay.build(cfg.data_timeout)? {
+        cfg.relay = Some(r);
+    }
     if !cfg.anonymous && cfg.users.is_none() {
         tracing::warn!("neither --anonymous nor --users given: nobody can log in");
     }

@@ -24,6 +24,15 @@ pub struct Serve {
     pub addr: String,
 }
 
+impl Serve {
+    /// Kills the server now (SIGKILL), as a crash would.
+    #[allow(dead_code)]
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -1,0 +1,226 @@
+//! A relaying client session's next hop: a logged-in haul-xfer session that carries out the
+//! commands and transfers the server hands over, with the next leg's own parallelism and
+//! buffer size. A transfer that fails leaves the session unusable (replies may still be due on
+//! it), so the next command opens a fresh one. Each transfer's leg throughput is logged.
+
+use std::time::{Duration, Instant};
+
+use haul_proto::command::Restart;
+use haul_proto::server::ListKind;
+use haul_proto::{Command, RangeSet, Reply};
+use haul_server::relay::{FileFetch, FileStore, Hop};
+use haul_transport::mode_e::Progress;
+use haul_transport::pump::{Framing, Pump};
+use haul_xfer::session::{DataParams, Fetch, Session};
+use haul_xfer::{RemoteUrl, XferError};
+
+use crate::redact;
+use crate::relay::{LegParams, Slot};
+
+/// `ftp://host:port` or `haul://host:port`: how logs and replies name a next hop.
+pub(crate) fn hop_name(url: &RemoteUrl) -> String {
+    let scheme = if url.tls { "haul" } else { "ftp" };
+    format!("{scheme}://{}", url.host_port())
+}
+
+/// What makes two next hops the same session: scheme, user, host and port.
+pub(crate) fn hop_key(url: &RemoteUrl) -> String {
+    let user = url.user.as_deref().unwrap_or("anonymous");
+    format!("{} as {user}", hop_name(url))
+}
+
+/// The ranges a client's `REST` says it holds.
+fn held(r: &Option<Restart>) -> Option<RangeSet> {
+    match r {
+        None => None,
+        Some(Restart::Ranges(set)) => Some(set.clone()),
+        Some(Restart::Offset(o)) => {
+            let mut set = RangeSet::default();
+            set.insert(0, *o);
+            Some(set)
+        }
+    }
+}
+
+/// A relaying client session's next hop.
+pub struct NextHopSession {
+    key: String,
+    name: String,
+    /// None once a failure left it unusable.
+    session: Option<Session>,
+    leg: LegParams,
+    /// Its place among the relay's sessions.
+    _slot: Slot,
+}
+
+impl NextHopSession {
+    /// A next hop over a logged-in `session`.
+    pub(crate) fn new(
+        key: String,
+        name: String,
+        mut session: Session,
+        leg: LegParams,
+        data_timeout: Duration,
+        slot: Slot,
+    ) -> NextHopSession {
+        session.set_data_timeout(data_timeout);
+        NextHopSession {
+            key,
+            name,
+            session: Some(session),
+            leg,
+            _slot: slot,
+        }
+    }
+
+    /// The reply for the client when the next hop failed: its own refusal code when it refused,
+    /// else 451; the text names the next hop and never a password.
+    fn failure(&mut self, e: &XferError) -> Reply {
+        // Replies may still be due on the session: it cannot carry another command.
+        if let Some(s) = self.session.take() {
+            drop(s);
+        }
+        let code = match e {
+            XferError::Refused { reply, .. } => reply
+                .get(..3)
+                .and_then(|c| c.parse::<u16>().ok())
+                .filter(|c| (400..600).contains(c))
+                .unwrap_or(451),
+            _ => 451,
+        };
+        Reply::new(
+            code,
+            format!("Relay: next hop {}: {}", self.name, redact(&e.to_string())),
+        )
+    }
+
+    fn session(&mut self) -> Result<&mut Session, Reply> {
+        let name = self.name.clone();
+        self.session
+            .as_mut()
+            .ok_or_else(|| Reply::new(451, format!("Relay: the session to {name} was lost.")))
+    }
+
+    fn params(&self, streams: u32) -> DataParams {
+        DataParams {
+            parallelism: streams.max(1),
+            tcp_buffer: self.leg.tcp_buffer,
+            block: haul_transport::DEFAULT_BLOCK,
+        }
+    }
+
+    /// Logs one leg's throughput.
+    fn log_leg(&self, what: &str, path: &str, bytes: u64, started: Instant, streams: u32) {
+        let secs = started.elapsed().as_secs_f64();
+        let mbit = if secs > 0.0 {
+            bytes as f64 * 8.0 / secs / 1e6
+        } else {
+            0.0
+        };
+        tracing::info!(
+            next_hop = %self.name,
+            what,
+            path = %redact(path),
+            bytes,
+            secs = format_args!("{secs:.3}"),
+            mbit_s = format_args!("{mbit:.1}"),
+            streams,
+            "relay leg done"
+        );
+    }
+}
+
+impl Hop for NextHopSession {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn reusable_for(&self, key: &str) -> bool {
+        self.session.is_some() && self.key == key
+    }
+
+    fn command(&mut self, cmd: &Command) -> Reply {
+        let s = match self.session() {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
+        match s.command(cmd) {
+            Ok(r) => r,
+            Err(e) => self.failure(&e),
+        }
+    }
+
+    fn listing(&mut self, path: Option<&str>, kind: ListKind) -> Result<Vec<u8>, Reply> {
+        let p = path.map(str::to_string);
+        let cmd = match kind {
+            ListKind::List => Command::List(p),
+            ListKind::Nlst => Command::Nlst(p),
+            ListKind::Mlsd => Command::Mlsd(p),
+        };
+        let r = self.session()?.listing(&cmd);
+        r.map_err(|e| self.failure(&e))
+    }
+
+    fn fetch(
+        &mut self,
+        f: &FileFetch,
+        pump: &Pump,
+        progress: &Progress,
+        started: &(dyn Fn() + Sync),
+    ) -> Result<(), Reply> {
+        let streams = if f.in_order { 1 } else { self.leg.parallelism };
+        let p = self.params(streams);
+        let fetch = Fetch {
+            path: &f.path,
+            eret: f.eret,
+            restart: held(&f.restart),
+        };
+        let t = Instant::now();
+        let s = self.session()?;
+        let r = if f.in_order {
+            s.fetch_stream(&fetch, pump, progress, &|| started())
+        } else {
+            s.fetch_into(&fetch, pump, progress, &p, &|| started())
+        };
+        match r {
+            Ok(()) => {
+                self.log_leg("fetch", &f.path, progress.bytes(), t, streams);
+                Ok(())
+            }
+            Err(e) => Err(self.failure(&e)),
+        }
+    }
+
+    fn store(
+        &mut self,
+        st: &FileStore,
+        pump: &Pump,
+        started: &(dyn Fn() + Sync),
+    ) -> Result<(), Reply> {
+        let streams = self.leg.parallelism;
+        let p = self.params(streams);
+        let progress = Progress::default();
+        let send = |conns: &mut [haul_transport::Conn]| {
+            pump.drain(conns, Framing::Extended { close: false }, &progress)
+        };
+        let t = Instant::now();
+        let r = self
+            .session()?
+            .store_from(&st.path, held(&st.restart), &p, &|| started(), &send);
+        match r {
+            Ok(()) => {
+                self.log_leg("store", &st.path, progress.bytes(), t, streams);
+                Ok(())
+            }
+            Err(e) => Err(self.failure(&e)),
+        }
+    }
+}
+
+impl Drop for NextHopSession {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            s.quit();
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The split-TCP overlay (002): `haul serve` as a relay for nested URLs
+//! (`ftp://relay/ftp://origin:2811/path`). A relay is a GridFTP server on its first leg and a
+//! GridFTP client on the next.
+
+pub mod allow;
+pub mod nested;
+
+pub use allow::{AllowList, NotAllowed};
+pub use nested::{nested, redact, NestedError, NextHop};
+
+mod hop;
+pub mod relay;
+
+pub use relay::{Credential, LegParams, Relay, RelayConfig, RelayError};

@@ -1,0 +1,284 @@
+//! The bounded buffer between a relay's two legs (002 §2.5). The receiving leg writes what
+//! arrives, from any of its streams and in any order, as a [`Sink`]; the sending leg's streams
+//! take the queued pieces and write each as a MODE E block with the same offset (or, in MODE S,
+//! in order on one connection). Nothing is reassembled, so neither leg waits for the other's
+//! slowest stream; what waits is bounded by the pump's capacity, and a full pump holds the
+//! receiving leg back (TCP flow control carries that to its sender), so a slow leg slows the
+//! other and memory stays bounded. An error on either side stops both.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use haul_proto::mode_e::{Header, HEADER_LEN, MAX_BLOCK};
+
+use crate::io::Sink;
+use crate::mode_e::Progress;
+use crate::Conn;
+
+/// Largest piece queued at once: a larger write is split, so one write can never need more
+/// than the pump holds.
+const PIECE: usize = 1 << 20;
+
+/// One queued piece: its offset and a buffer whose first [`HEADER_LEN`] bytes are room for
+/// its MODE E header.
+struct Piece {
+    offset: u64,
+    buf: Vec<u8>,
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        self.buf.len() - HEADER_LEN
+    }
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Piece>,
+    /// Payload bytes queued.
+    used: usize,
+    /// The receiving leg has delivered everything.
+    closed: bool,
+    /// Why the relay stopped, once either side failed.
+    failed: Option<String>,
+    /// Emptied buffers, reused by the next writes.
+    spare: Vec<Vec<u8>>,
+}
+
+/// The buffer between a relay's legs. Shared by reference between the two legs' threads.
+pub struct Pump {
+    state: Mutex<State>,
+    /// Signalled when room is freed or the pump fails.
+    room: Condvar,
+    /// Signalled when a piece is queued, the input ends, or the pump fails.
+    ready: Condvar,
+    cap: usize,
+}
+
+/// How the sending leg frames what it takes from the pump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// MODE E blocks on every connection, then an EOD on each and one EOF (GFD.020 §3).
+    Extended {
+        /// Set CLOSE on the EODs and shut the connections (they cannot carry another file).
+        close: bool,
+    },
+    /// MODE S: the bytes in order on one connection, which is then shut.
+    Stream,
+}
+
+impl Pump {
+    /// A pump holding at most `cap` payload bytes (at least one piece).
+    pub fn new(cap: usize) -> Pump {
+        Pump {
+            state: Mutex::new(State::default()),
+            room: Condvar::new(),
+            ready: Condvar::new(),
+            cap: cap.max(PIECE),
+        }
+    }
+
+    /// The most payload bytes it holds.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The receiving leg has written everything: the sending leg ends once the queue is empty.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_all();
+    }
+
+    /// Stops both legs: writes and takes fail with `why` from now on (the first cause stands).
+    pub fn fail(&self, why: impl Into<String>) {
+        self.lock().failed.get_or_insert_with(|| why.into());
+        self.room.notify_all();
+        self.ready.notify_all();
+    }
+
+    /// Why the pump failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.lock().failed.clone()
+    }
+
+    fn stopped(why: &str) -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, format!("relay stopped: {why}"))
+    }
+
+    /// Queues one piece of at most [`PIECE`] bytes, waiting for room.
+    fn push(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        let mut st = self.lock();
+        loop {
+            if let Some(why) = &st.failed {
+                return Err(Self::stopped(why));
+            }
+            // An empty pump always takes a piece, so no write can wait forever.
+            if st.used == 0 || st.used + data.len() <= self.cap {
+                break;
+            }
+            st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        let mut buf = st.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.resize(HEADER_LEN, 0);
+        buf.extend_from_slice(data);
+        st.used += data.len();
+        st.queue.push_back(Piece { offset, buf });
+        drop(st);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// The next piece, waiting for one; `None` once the input has ended and the queue is empty.
+    fn take(&self) -> io::Result<Option<Piece>> {
+        let mut st = self.lock();
+        loop {
+            if let Some(why) = &st.failed {
+                return Err(Self::stopped(why));
+            }
+            if let Some(p) = st.queue.pop_front() {
+                return Ok(Some(p));
+            }
+            if st.closed {
+                return Ok(None);
+            }
+            st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Frees a written piece's room and keeps its buffer for a later write.
+    fn release(&self, piece: Piece) {
+        let mut st = self.lock();
+        st.used -= piece.len();
+        if st.spare.len() < 8 {
+            st.spare.push(piece.buf);
+        }
+        drop(st);
+        self.room.notify_all();
+    }
+
+    /// Sends what the receiving leg delivers on `conns` until the input ends, framed as
+    /// `framing` says, counting payload bytes in `progress`. A failure on any connection
+    /// fails the pump, so the receiving leg stops too; a failed pump fails this.
+    pub fn drain(
+        &self,
+        conns: &mut [Conn],
+        framing: Framing,
+        progress: &Progress,
+    ) -> io::Result<()> {
+        let r = match (framing, conns) {
+            (_, []) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a relay's sending leg needs a data connection",
+            )),
+            (Framing::Stream, [conn, ..]) => self.drain_stream(conn, progress),
+            (Framing::Extended { close }, conns) => self.drain_extended(conns, close, progress),
+        };
+        if let Err(e) = &r {
+            self.fail(format!("sending leg: {e}"));
+        }
+        r
+    }
+
+    /// MODE S: the pieces must arrive in order (the receiving leg has one stream).
+    fn drain_stream(&self, conn: &mut Conn, progress: &Progress) -> io::Result<()> {
+        let mut at = None;
+        while let Some(p) = self.take()? {
+            if at.is_some_and(|a| a != p.offset) {
+                let e = format!(
+                    "a MODE S leg needs the bytes in order: got offset {} after {}",
+                    p.offset,
+                    at.unwrap_or(0)
+                );
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            conn.write_all(&p.buf[HEADER_LEN..])?;
+            at = Some(p.offset + p.len() as u64);
+            progress.bytes.fetch_add(p.len() as u64, Ordering::Relaxed);
+            self.release(p);
+        }
+        conn.flush()?;
+        conn.shutdown_write()
+    }
+
+    /// MODE E: one thread per connection; the first ends with the EOF.
+    fn drain_extended(
+        &self,
+        conns: &mut [Conn],
+        close: bool,
+        progress: &Progress,
+    ) -> io::Result<()> {
+        let eods = conns.len() as u64;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = conns
+                .iter_mut()
+                .enumerate()
+                .map(|(i, conn)| {
+                    s.spawn(move || {
+                        let r = self.drain_one(conn, (i == 0).then_some(eods), close, progress);
+                        if let Err(e) = &r {
+                            self.fail(format!("sending leg: {e}"));
+                        }
+                        r
+                    })
+                })
+                .collect();
+            let mut first = None;
+            for h in handles {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("relay sender panicked")));
+                if let Err(e) = r {
+                    first.get_or_insert(e);
+                }
+            }
+            first.map_or(Ok(()), Err)
+        })
+    }
+
+    fn drain_one(
+        &self,
+        conn: &mut Conn,
+        eof: Option<u64>,
+        close: bool,
+        progress: &Progress,
+    ) -> io::Result<()> {
+        while let Some(mut p) = self.take()? {
+            let n = p.len() as u64;
+            debug_assert!(n <= MAX_BLOCK);
+            p.buf[..HEADER_LEN].copy_from_slice(&Header::data(p.offset, n).encode());
+            conn.write_all(&p.buf)?;
+            progress.bytes.fetch_add(n, Ordering::Relaxed);
+            self.release(p);
+        }
+        let mut last = match eof {
+            Some(count) => Header::eof(count, true),
+            None => Header::eod(),
+        };
+        if close {
+            last.descriptor.0 |= haul_proto::mode_e::Descriptor::CLOSE;
+        }
+        conn.write_all(&last.encode())?;
+        conn.flush()?;
+        if close {
+            conn.shutdown_write()?;
+        }
+        Ok(())
+    }
+}
+
+/// The receiving leg writes into the pump.
+impl Sink for Pump {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        for (i, piece) in buf.chunks(PIECE).enumerate() {
+            self.push(piece, offset + (i * PIECE) as u64)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,217 @@
+//! What a relay (haul-overlay) asks of the session to its next hop: one download into a sink
+//! or one upload whose data another leg provides, each telling the relay when the next hop
+//! opened its data phase (its 150 or 125) so that the relay answers its own client only then,
+//! and a listing's raw bytes.
+
+use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
+use haul_proto::command::{Restart, TransferMode};
+use haul_proto::{Command, RangeSet};
+use haul_transport::io::Sink;
+use haul_transport::mode_e::Progress;
+use haul_transport::net::RawConn;
+use haul_transport::Conn;
+
+use super::data::{self, prepare};
+use super::{DataParams, DataState, GetItem, Session};
+use crate::error::XferError;
+
+/// One file a relay fetches from its next hop.
+pub struct Fetch<'a> {
+    /// The path on the next hop.
+    pub path: &'a str,
+    /// `ERET P <offset> <length>` instead of `RETR`.
+    pub eret: Option<(u64, u64)>,
+    /// Ranges its client already holds (sent as `REST`).
+    pub restart: Option<RangeSet>,
+}
+
+impl Session {
+    /// Downloads `f` into `sink` with `p`'s streams, calling `started` once the next hop opened
+    /// the data phase (before any byte). Fails with the next hop's refusal, or when the data
+    /// or control connection fails.
+    pub fn fetch_into(
+        &mut self,
+        f: &Fetch<'_>,
+        sink: &dyn Sink,
+        progress: &Progress,
+        p: &DataParams,
+        started: &dyn Fn(),
+    ) -> Result<(), XferError> {
+        self.usable()?;
+        self.ready_download(p)?;
+        let mut t = Transfers::new(1);
+        t.push(FileOp {
+            direction: Direction::Get,
+            path: f.path.to_string(),
+            eret: f.eret,
+            restart: f.restart.clone(),
+            cksm: None,
+        });
+        let item = GetItem {
+            path: f.path.to_string(),
+            sink,
+            len: None,
+            have: f.restart.clone(),
+            eret: f.eret,
+            cksm: None,
+            progress,
+        };
+        self.ctl.send_due(&mut t)?;
+        loop {
+            match self.ctl.transfer_event(&mut t)? {
+                FileEvent::DataStart { .. } => {
+                    started();
+                    self.receive_into(&item, sink)?;
+                }
+                FileEvent::Done { .. } => return Ok(()),
+                FileEvent::Failed { command, reply, .. } => {
+                    return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Stores `path` (after `REST` with `restart`, when given) with `p`'s streams: `started` is
+    /// called once the next hop opened the data phase, then `send` moves the data on the data
+    /// connections (ending with the EODs and the EOF). Fails with the next hop's refusal or
+    /// `send`'s error.
+    pub fn store_from(
+        &mut self,
+        path: &str,
+        restart: Option<RangeSet>,
+        p: &DataParams,
+        started: &dyn Fn(),
+        send: &(dyn Fn(&mut [Conn]) -> std::io::Result<()> + Sync),
+    ) -> Result<(), XferError> {
+        self.usable()?;
+        self.ready_upload(p)?;
+        let mut t = Transfers::new(1);
+        t.push(FileOp {
+            direction: Direction::Put,
+            path: path.to_string(),
+            eret: None,
+            restart,
+            cksm: None,
+        });
+        self.ctl.send_due(&mut t)?;
+        let progress = Progress::default();
+        loop {
+            match self.ctl.transfer_event(&mut t)? {
+                FileEvent::DataStart { .. } => {
+                    started();
+                    self.upload_conns()?;
+                    let (conns, ctl) = self.upload_parts()?;
+                    let (end, sent) = std::thread::scope(|s| {
+                        let h = s.spawn(|| send(conns));
+                        (super::put::data_end(ctl, &mut t, &progress, path), h.join())
+                    });
+                    let end = end?;
+                    sent.unwrap_or_else(|_| Err(std::io::Error::other("sender panicked")))
+                        .map_err(|e| XferError::io(&format!("sending {path}"), e))?;
+                    end?;
+                }
+                FileEvent::Done { .. } => return Ok(()),
+                FileEvent::Failed { command, reply, .. } => {
+                    return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The raw bytes of a listing command (`LIST`, `NLST` or `MLSD`), received in stream mode
+    /// over a passive connection.
+    pub fn listing(&mut self, cmd: &Command) -> Result<Vec<u8>, XferError> {
+        let sink = crate::listing::VecSink::default();
+        self.stream_in(cmd, &sink, 0, &Progress::default(), &|| {})?;
+        Ok(sink.into_bytes())
+    }
+
+    /// Downloads `f` in stream mode (RFC 959 MODE S: one connection, the bytes in order),
+    /// for a relay whose client needs them in order. A restart must hold a prefix of the file
+    /// (`REST <offset>`); a partial read (`ERET`) needs MODE E.
+    pub fn fetch_stream(
+        &mut self,
+        f: &Fetch<'_>,
+        sink: &dyn Sink,
+        progress: &Progress,
+        started: &dyn Fn(),
+    ) -> Result<(), XferError> {
+        if f.eret.is_some() {
+            return Err(XferError::Usage(
+                "a partial read (ERET) needs MODE E, not stream mode".into(),
+            ));
+        }
+        let offset = match &f.restart {
+            None => 0,
+            Some(r) => match r.ranges() {
+                [] => 0,
+                [(0, end)] => *end,
+                _ => {
+                    return Err(XferError::Usage(
+                        "stream mode restarts from an offset only, not from scattered ranges"
+                            .into(),
+                    ))
+                }
+            },
+        };
+        if offset > 0 {
+            self.ctl
+                .expect(&Command::Rest(Restart::Offset(offset)), 350)?;
+        }
+        self.stream_in(
+            &Command::Retr(f.path.to_string()),
+            sink,
+            offset,
+            progress,
+            started,
+        )
+    }
+
+    /// Runs `cmd` in stream mode over a passive connection, writing what arrives into `sink`
+    /// from `offset` on; `started` is called on the server's 150 / 125.
+    fn stream_in(
+        &mut self,
+        cmd: &Command,
+        sink: &dyn Sink,
+        offset: u64,
+        progress: &Progress,
+        started: &dyn Fn(),
+    ) -> Result<(), XferError> {
+        self.usable()?;
+        if self.mode_e {
+            self.ctl.expect(&Command::Mode(TransferMode::Stream), 200)?;
+            self.mode_e = false;
+            self.data = DataState::None;
+        }
+        let token = self.data_token()?;
+        let addr = self.pasv()?;
+        let raw = RawConn::connect(self.stack, addr, None, self.data_timeout)
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
+        self.ctl.send(cmd)?;
+        let r = self.ctl.reply()?;
+        if !r.is_preliminary() {
+            return Err(XferError::from_reply(&self.ctl.name, cmd, &r));
+        }
+        started();
+        let mut conn = prepare(raw, self.tls_host(), self.data_timeout)
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
+        data::present(&mut conn, token).map_err(|e| XferError::io(&self.ctl.name, e))?;
+        haul_transport::stream::receive(conn, sink, offset, progress)
+            .map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_success() {
+            return Err(XferError::from_reply(&self.ctl.name, cmd, &r));
+        }
+        Ok(())
+    }
+
+    /// Sends one command without data and returns its final reply, whatever it says (a relay
+    /// passes it back to its client).
+    pub fn command(&mut self, cmd: &Command) -> Result<haul_proto::Reply, XferError> {
+        self.usable()?;
+        self.ctl.send(cmd)?;
+        self.ctl.final_reply(&mut |_| {})
+    }
+}

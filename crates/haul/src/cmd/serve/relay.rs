@@ -1,0 +1,167 @@
+//! `haul serve`'s relay flags and its relay config file (TOML), turned into a
+//! [`haul_overlay::Relay`]. Flags override the file's keys.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use haul_overlay::{AllowList, Credential, Relay, RelayConfig};
+
+/// The relay flags of `haul serve`.
+#[derive(clap::Args, Debug, Default)]
+pub struct RelayArgs {
+    /// Relay commands on nested URLs (ftp://relay/ftp://origin/path) to these next hops only:
+    /// HOST[:PORT], ADDR[:PORT] or NET/LEN[:PORT], comma-separated. Off unless given here or
+    /// as `allow` in --relay-config.
+    #[arg(long, value_name = "HOST[:PORT],...")]
+    relay_allow: Option<String>,
+    /// Let anonymous users relay (named users need `relay` in the users file).
+    #[arg(long)]
+    relay_anonymous: bool,
+    /// Most relaying sessions at once [default: 16].
+    #[arg(long, value_name = "N")]
+    relay_sessions: Option<usize>,
+    /// Most relaying sessions of one user at once [default: 4].
+    #[arg(long, value_name = "N")]
+    relay_sessions_per_user: Option<usize>,
+    /// Buffer memory of all relayed transfers together, e.g. 512M [default: 512M].
+    #[arg(long, value_name = "SIZE", value_parser = crate::cmd::parse_bytes)]
+    relay_memory: Option<u64>,
+    /// Buffer memory of one relayed transfer, e.g. 32M [default: 32M].
+    #[arg(long, value_name = "SIZE", value_parser = crate::cmd::parse_bytes)]
+    relay_buffer: Option<u64>,
+    /// TCP streams on the next leg [default: 4].
+    #[arg(long, value_name = "N")]
+    relay_parallelism: Option<u32>,
+    /// Socket buffer size of the next leg's data connections, e.g. 16M [default: autotuning].
+    #[arg(long, value_name = "SIZE", value_parser = crate::cmd::parse_bytes)]
+    relay_tcp_buffer: Option<u64>,
+    /// PEM CA certificates that haul:// next hops must chain to.
+    #[arg(long, value_name = "FILE")]
+    relay_ca: Option<PathBuf>,
+    /// Relay config file (TOML): the keys above without `relay-`, plus `[[credentials]]`
+    /// (host, port, user, pass) for next hops (see docs/relay.md).
+    #[arg(long, value_name = "FILE")]
+    relay_config: Option<PathBuf>,
+}
+
+/// Credentials for one next hop, in the config file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCredential {
+    host: String,
+    #[serde(default = "default_port")]
+    port: u16,
+    user: String,
+    pass: String,
+}
+
+fn default_port() -> u16 {
+    haul_xfer::url::DEFAULT_PORT
+}
+
+/// The relay config file.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RelayFile {
+    allow: Option<Vec<String>>,
+    anonymous: Option<bool>,
+    sessions: Option<usize>,
+    sessions_per_user: Option<usize>,
+    memory: Option<String>,
+    buffer: Option<String>,
+    parallelism: Option<u32>,
+    tcp_buffer: Option<String>,
+    ca: Option<PathBuf>,
+    #[serde(default)]
+    credentials: Vec<FileCredential>,
+}
+
+fn size(key: &str, v: &str, file: &Path) -> anyhow::Result<u64> {
+    haul_units::parse_size(v).with_context(|| format!("{}: {key} = {v:?}", file.display()))
+}
+
+/// Reads a relay config file, refusing one that others may read (it may hold passwords).
+fn read_file(path: &Path) -> anyhow::Result<RelayFile> {
+    use std::os::unix::fs::MetadataExt;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading --relay-config {}", path.display()))?;
+    let f: RelayFile =
+        toml::from_str(&text).with_context(|| format!("--relay-config {}", path.display()))?;
+    let mode = std::fs::metadata(path)?.mode();
+    if !f.credentials.is_empty() && mode & 0o077 != 0 {
+        anyhow::bail!(
+            "--relay-config {} holds passwords and others may read it (mode {:o}): chmod 600 it",
+            path.display(),
+            mode & 0o777
+        );
+    }
+    Ok(f)
+}
+
+impl RelayArgs {
+    /// The relay these flags (and their config file) describe; None when relaying is off.
+    pub fn build(self, data_timeout: Duration) -> anyhow::Result<Option<Arc<Relay>>> {
+        let file = match &self.relay_config {
+            Some(p) => read_file(p)?,
+            None => RelayFile::default(),
+        };
+        let fpath = self.relay_config.clone().unwrap_or_default();
+        let allow = match (&self.relay_allow, &file.allow) {
+            (Some(a), _) => a.clone(),
+            (None, Some(list)) => list.join(","),
+            (None, None) => return Ok(None),
+        };
+        let allow: AllowList = allow
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--relay-allow: {e}"))?;
+        let mut cfg = RelayConfig::new(allow);
+        cfg.anonymous = self.relay_anonymous || file.anonymous.unwrap_or(false);
+        if let Some(n) = self.relay_sessions.or(file.sessions) {
+            cfg.max_sessions = n.max(1);
+        }
+        if let Some(n) = self.relay_sessions_per_user.or(file.sessions_per_user) {
+            cfg.max_per_user = n.max(1);
+        }
+        let memory = match (self.relay_memory, &file.memory) {
+            (Some(m), _) => Some(m),
+            (None, Some(m)) => Some(size("memory", m, &fpath)?),
+            _ => None,
+        };
+        if let Some(m) = memory {
+            cfg.memory = m as usize;
+        }
+        let buffer = match (self.relay_buffer, &file.buffer) {
+            (Some(b), _) => Some(b),
+            (None, Some(b)) => Some(size("buffer", b, &fpath)?),
+            _ => None,
+        };
+        if let Some(b) = buffer {
+            cfg.buffer = b as usize;
+        }
+        if let Some(p) = self.relay_parallelism.or(file.parallelism) {
+            cfg.leg.parallelism = p.clamp(1, 64);
+        }
+        let tcp = match (self.relay_tcp_buffer, &file.tcp_buffer) {
+            (Some(b), _) => Some(b),
+            (None, Some(b)) => Some(size("tcp_buffer", b, &fpath)?),
+            _ => None,
+        };
+        cfg.leg.tcp_buffer = tcp.map(|b| b as usize);
+        cfg.ca = self.relay_ca.or(file.ca);
+        cfg.credentials = file
+            .credentials
+            .into_iter()
+            .map(|c| Credential {
+                host: c.host,
+                port: c.port,
+                user: c.user,
+                pass: c.pass,
+            })
+            .collect();
+        cfg.data_timeout = data_timeout;
+        tracing::info!(allow = %cfg.allow, anonymous = cfg.anonymous, "relaying on");
+        Ok(Some(Arc::new(Relay::new(cfg)?)))
+    }
+}
