@@ -135,6 +135,15 @@ impl Hop for NextHopSession {
         self.name.clone()
     }
 
+    fn feat(&mut self, inner: &str) -> Reply {
+        let cmd = if haul_proto::nested::is_nested(inner) {
+            Command::Site(format!("RELAY FEAT {inner}"))
+        } else {
+            Command::Feat
+        };
+        self.command(&cmd)
+    }
+
     fn reusable_for(&self, key: &str) -> bool {
         self.session.is_some() && self.key == key
     }
@@ -176,15 +185,30 @@ impl Hop for NextHopSession {
             restart: held(&f.restart),
         };
         let t = Instant::now();
+        // PLUT for the long lossy leg when the relay's configuration says so: whole files
+        // and ERET ranges, to a client that takes blocks in any order.
+        let plut = self
+            .leg
+            .plut_rate
+            .filter(|_| !f.in_order && f.restart.is_none());
         let s = self.session()?;
-        let r = if f.in_order {
+        let r = if let Some(rate) = plut {
+            s.fetch_plut(&fetch, pump, progress, (rate > 0).then_some(rate), &|| {
+                started()
+            })
+        } else if f.in_order {
             s.fetch_stream(&fetch, pump, progress, &|| started())
         } else {
             s.fetch_into(&fetch, pump, progress, &p, &|| started())
         };
+        let what = if plut.is_some() {
+            "fetch over PLUT"
+        } else {
+            "fetch"
+        };
         match r {
             Ok(()) => {
-                self.log_leg("fetch", &f.path, progress.bytes(), t, streams);
+                self.log_leg(what, &f.path, progress.bytes(), t, streams);
                 Ok(())
             }
             Err(e) => Err(self.failure(&e)),

@@ -27,6 +27,8 @@ pub struct LegParams {
     pub parallelism: u32,
     /// Socket buffer size of the next leg's data connections (None: kernel autotuning).
     pub tcp_buffer: Option<usize>,
+    /// Downloads from this next hop go over PLUT, sent at up to this many bytes/s (None: TCP).
+    pub plut_rate: Option<u64>,
 }
 
 impl Default for LegParams {
@@ -34,6 +36,7 @@ impl Default for LegParams {
         LegParams {
             parallelism: 4,
             tcp_buffer: None,
+            plut_rate: None,
         }
     }
 }
@@ -78,6 +81,10 @@ pub struct RelayConfig {
     pub buffer: usize,
     /// The next leg's data-channel settings.
     pub leg: LegParams,
+    /// Next hops whose downloads go over PLUT (`--relay-plut`), at `plut_rate` bytes/s.
+    pub plut: Option<AllowList>,
+    /// The rate PLUT legs are sent at (`--relay-plut-rate`; None: PLUT's default).
+    pub plut_rate: Option<u64>,
     /// Credentials per next hop (config file only).
     pub credentials: Vec<Credential>,
     /// CA certificates that `haul://` next hops must chain to (`--relay-ca`).
@@ -97,6 +104,8 @@ impl RelayConfig {
             memory: 512 << 20,
             buffer: 32 << 20,
             leg: LegParams::default(),
+            plut: None,
+            plut_rate: None,
             credentials: Vec::new(),
             ca: None,
             data_timeout: Duration::from_secs(60),
@@ -271,12 +280,21 @@ impl Relay {
                         format!("Relay: next hop {name}: {}", crate::redact(&e.to_string())),
                     )
                 })?;
-        tracing::info!(user = %user.name, client = %user.peer, next_hop = %name, "relay session opened");
+        let mut leg = self.cfg.leg;
+        let plut = self
+            .cfg
+            .plut
+            .as_ref()
+            .is_some_and(|l| l.allows(&hop.url.host, addr));
+        if plut {
+            leg.plut_rate = Some(self.cfg.plut_rate.unwrap_or(0));
+        }
+        tracing::info!(user = %user.name, client = %user.peer, next_hop = %name, plut, "relay session opened");
         Ok(NextHopSession::new(
             hop_key(&hop.url),
             name,
             session,
-            self.cfg.leg,
+            leg,
             self.cfg.data_timeout,
             slot,
         ))

@@ -17,6 +17,8 @@ pub struct Features {
     pub auth_tls: bool,
     /// PLUT data channels are offered (`PLUT 1`).
     pub plut: bool,
+    /// The server relays commands on nested URLs and answers `SITE RELAY FEAT` (`RELAY`).
+    pub relay: bool,
 }
 
 impl Features {
@@ -30,6 +32,7 @@ impl Features {
                 "HAUL" => f.haul = true,
                 "PLUT" => f.plut = true,
                 "DTOK" => f.dtok = true,
+                "RELAY" => f.relay = true,
                 "CKSM" => {
                     f.cksm = rest
                         .split([';', ','])
@@ -64,6 +67,7 @@ mod tests {
                 " HAUL 1".into(),
                 " PLUT 1".into(),
                 " DTOK".into(),
+                " RELAY".into(),
                 " AUTH TLS".into(),
                 " CKSM MD5:10;adler32:1,crc32c".into(),
                 " MODE E".into(),
@@ -71,7 +75,7 @@ mod tests {
             ],
         );
         let f = Features::parse(&r);
-        assert!(f.haul && f.plut && f.dtok && f.auth_tls);
+        assert!(f.haul && f.plut && f.dtok && f.relay && f.auth_tls);
         assert_eq!(f.cksm, ["MD5", "ADLER32", "CRC32C"]);
         assert!(f.has_cksm("adler32") && !f.has_cksm("sha1"));
     }

@@ -11,6 +11,7 @@ pub mod hostport;
 pub mod line;
 pub mod markers;
 pub mod mode_e;
+pub mod nested;
 pub mod reply;
 pub mod server;
 

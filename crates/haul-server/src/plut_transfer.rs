@@ -51,6 +51,18 @@ impl Session<'_> {
     /// RETR, ERET and STOR once the client selected PLUT: the session machine forwards them,
     /// and they are run and answered here.
     pub(crate) fn plut_command(&mut self, cmd: Command) -> io::Result<()> {
+        let nested = match &cmd {
+            Command::Retr(p) | Command::Stor(p) | Command::Eret { path: p, .. } => {
+                haul_proto::nested::is_nested(p)
+            }
+            _ => false,
+        };
+        if nested {
+            return self.ctl.reply(
+                504,
+                "PLUT between a client and a relay is not built: use TCP (OPTS HAUL Transport=tcp;).",
+            );
+        }
         match cmd {
             Command::Retr(p) => self.plut_retr(&p, None),
             Command::Eret {

@@ -12,18 +12,7 @@ use haul_proto::Reply;
 use haul_transport::mode_e::Progress;
 use haul_transport::pump::Pump;
 
-/// The schemes a nested URL may start with.
-const SCHEMES: [&str; 3] = ["ftp://", "haul://", "gsiftp://"];
-
-/// Whether a command's path is a nested URL: after any leading `/`, an `ftp://`, `haul://` or
-/// `gsiftp://` URL (clients send `/ftp://host/path` or `ftp://host/path`).
-pub fn is_nested(path: &str) -> bool {
-    let p = path.trim_start_matches('/').as_bytes();
-    SCHEMES.iter().any(|s| {
-        p.get(..s.len())
-            .is_some_and(|h| h.eq_ignore_ascii_case(s.as_bytes()))
-    })
-}
+pub use haul_proto::nested::is_nested;
 
 /// Who asks to relay.
 #[derive(Debug, Clone)]
@@ -66,6 +55,10 @@ pub struct FileStore {
 pub trait Hop: Send {
     /// The next hop as logs and replies name it (`ftp://origin:2811`, never a password).
     fn name(&self) -> String;
+
+    /// The FEAT reply of the server at the end of `inner` (the next hop's own, or, when
+    /// `inner` is nested again, what the next relay answers for the rest of the chain).
+    fn feat(&mut self, inner: &str) -> Reply;
 
     /// Whether this session can carry a command for the next hop `key` identifies (the relay's
     /// own notion of the same scheme, user, host and port), and is still usable.
@@ -140,32 +133,4 @@ pub trait Relay: Send + Sync + Debug {
 
     /// A pump for one transfer, within the relay's buffer memory. Err: the refusal.
     fn pump(&self) -> Result<PumpGrant, Reply>;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_nested;
-
-    #[test]
-    fn nested_paths_are_told_from_plain_ones() {
-        for p in [
-            "/ftp://h/x",
-            "ftp://h/x",
-            "//haul://h:1/x",
-            "/GSIFTP://h//x",
-            "/Ftp://h",
-        ] {
-            assert!(is_nested(p), "{p}");
-        }
-        for p in [
-            "/ftp:/h/x",
-            "/data/ftp://h/x",
-            "ftp",
-            "/",
-            "",
-            "/http://h/x",
-        ] {
-            assert!(!is_nested(p), "{p}");
-        }
-    }
 }

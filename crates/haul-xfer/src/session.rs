@@ -152,7 +152,28 @@ impl Session {
         pasv: PasvAddress,
     ) -> Result<Session, XferError> {
         let ctl = Control::connect(url, tls, Duration::from_secs(30))?;
-        Ok(Self::with_control(ctl, url, tls, pasv))
+        let mut s = Self::with_control(ctl, url, tls, pasv);
+        s.adopt_end_features()?;
+        Ok(s)
+    }
+
+    /// For a path through relays, takes what the server at the end of the chain offers
+    /// (`SITE RELAY FEAT`): its checksum algorithms decide verification, since `CKSM` passes
+    /// through every relay to it. PLUT is not relayed.
+    fn adopt_end_features(&mut self) -> Result<(), XferError> {
+        if !haul_proto::nested::is_nested(&self.url.path) || !self.ctl.features.relay {
+            return Ok(());
+        }
+        let cmd = Command::Site(format!("RELAY FEAT {}", self.url.path));
+        self.ctl.send(&cmd)?;
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if r.code != 211 {
+            return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
+        }
+        let end = haul_proto::Features::parse(&r);
+        self.ctl.features.cksm = end.cksm;
+        self.ctl.features.plut = false;
+        Ok(())
     }
 
     /// Connects to one of `addrs` (resolved and checked by the caller) and logs in.

@@ -149,6 +149,24 @@ impl RemoteUrl {
         }
     }
 
+    /// The servers a transfer of this URL passes: this one, then, while the path is a nested
+    /// URL (relays, docs/relay.md), each next hop, as `scheme://host:port`.
+    pub fn route(&self) -> Vec<String> {
+        let mut hops = Vec::new();
+        let mut at = Some(self.clone());
+        while let Some(u) = at.take() {
+            let scheme = if u.tls { "haul" } else { "ftp" };
+            hops.push(format!("{scheme}://{}", u.host_port()));
+            if hops.len() > 16 || !haul_proto::nested::is_nested(&u.path) {
+                break;
+            }
+            if let Ok(Endpoint::Remote(next)) = Endpoint::parse(u.path.trim_start_matches('/')) {
+                at = Some(next);
+            }
+        }
+        hops
+    }
+
     /// The same server with another path.
     pub fn with_path(&self, path: String) -> RemoteUrl {
         RemoteUrl {
@@ -175,6 +193,28 @@ impl fmt::Display for Endpoint {
             Endpoint::Local(p) => write!(f, "{}", p.display()),
             Endpoint::Remote(r) => r.fmt(f),
         }
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_url_names_every_hop() {
+        let Ok(Endpoint::Remote(u)) =
+            Endpoint::parse("ftp://u:p@r1:2000/haul://r2/ftp://[::1]:2811//data/f")
+        else {
+            panic!("parse")
+        };
+        assert_eq!(
+            u.route(),
+            ["ftp://r1:2000", "haul://r2:2811", "ftp://[::1]:2811"]
+        );
+        let Ok(Endpoint::Remote(d)) = Endpoint::parse("ftp://h/data/f") else {
+            panic!("parse")
+        };
+        assert_eq!(d.route(), ["ftp://h:2811"]);
     }
 }
 

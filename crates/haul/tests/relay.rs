@@ -112,14 +112,30 @@ fn two_relays_in_a_row_carry_both_directions_and_a_mode_s_client() {
     let via = |p: &str| format!("ftp://{}/ftp://{}/ftp://{}/{p}", s1.addr, s2.addr, os.addr);
     let dst = local.path().join("f.bin");
     let s = ok(&cp(
-        &["-p", "2", &via("f.bin"), dst.to_str().unwrap()],
+        &["-p", "2", "--json", &via("f.bin"), dst.to_str().unwrap()],
         &hist,
     ));
-    assert!(s.contains("1 of 1 verified"), "{s}");
+    let j: serde_json::Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(j["verified_files"], 1);
+    let hops: Vec<String> = [&s1.addr, &s2.addr, &os.addr]
+        .iter()
+        .map(|a| format!("ftp://{a}"))
+        .collect();
+    assert_eq!(j["route"]["source"], serde_json::json!(hops), "{s}");
+    assert_eq!(j["route"]["destination"], serde_json::json!(["local"]));
     assert!(
         fs::read(&dst).unwrap() == data,
         "download over two relays differs"
     );
+    // The history keeps the route.
+    let show = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["history", "--show", "1", "--history"])
+        .arg(&hist)
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    let want = format!("route        source via {}", hops.join(" -> "));
+    assert!(show.contains(&want), "{show}");
     let s = ok(&cp(&[dst.to_str().unwrap(), &via("back.bin")], &hist));
     assert!(s.contains("1 of 1 verified"), "{s}");
     assert!(fs::read(o.path().join("back.bin")).unwrap() == data);
@@ -194,6 +210,20 @@ fn every_refused_case_says_why_and_moves_nothing() {
         e.contains("does not relay") && e.contains("--relay-allow"),
         "{e}"
     );
+    assert!(!t.dst.exists());
+
+    // PLUT is not relayed: the client says so before anything moves.
+    let t = refusal(&[
+        "--anonymous",
+        "--relay-allow",
+        "127.0.0.1",
+        "--relay-anonymous",
+    ]);
+    let e = failed(&cp(
+        &["--transport", "plut", &t.url, t.dst.to_str().unwrap()],
+        &t.hist,
+    ));
+    assert!(e.contains("not carried through relays"), "{e}");
     assert!(!t.dst.exists());
 
     // Anonymous users without --relay-anonymous.
@@ -387,4 +417,50 @@ fn tls_and_plain_legs_nest_in_any_order() {
         let stored = fs::read(o.path().join(format!("up-{outer}-{inner}"))).unwrap();
         assert!(stored == data, "{up}: bytes differ");
     }
+}
+
+#[test]
+fn a_plut_leg_carries_downloads_to_a_tcp_client() {
+    let (o, r, local) = (dirs(), dirs(), dirs());
+    let hist = local.path().join("h.sqlite");
+    let data = random_bytes(6_000_000, 7);
+    fs::write(o.path().join("f.bin"), &data).unwrap();
+    let os = origin(o.path());
+    let plut = ["--relay-plut", "127.0.0.1", "--relay-plut-rate", "2gbit"];
+    let rs = relay(r.path(), &plut);
+    let url = format!("ftp://{}/ftp://{}/f.bin", rs.addr, os.addr);
+    let dst = local.path().join("f.bin");
+    let s = ok(&cp(&["-p", "4", &url, dst.to_str().unwrap()], &hist));
+    assert!(s.contains("1 of 1 verified"), "{s}");
+    assert!(
+        fs::read(&dst).unwrap() == data,
+        "bytes over the PLUT leg differ"
+    );
+
+    // The leg really is PLUT: an origin that refuses PLUT (it requires TLS) fails the
+    // download with its refusal, where a TCP leg would have carried it.
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (local.path().join("cert.pem"), local.path().join("key.pem"));
+    fs::write(&cert, ck.cert.pem()).unwrap();
+    fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let tls_origin = serve(
+        o.path(),
+        &[
+            "--anonymous",
+            "--tls-cert",
+            c,
+            "--tls-key",
+            k,
+            "--require-tls",
+        ],
+    );
+    let port = tls_origin.addr.rsplit(':').next().unwrap();
+    let rs = relay(r.path(), &[&plut[..], &["--relay-ca", c]].concat());
+    let url = format!("ftp://{}/haul://localhost:{port}/f.bin", rs.addr);
+    let e = failed(&cp(
+        &[&url, local.path().join("g.bin").to_str().unwrap()],
+        &hist,
+    ));
+    assert!(e.contains("PLUT"), "{e}");
 }

@@ -57,6 +57,9 @@ impl Session<'_> {
             "PLUT 1".to_string(),
             "DTOK".to_string(),
         ];
+        if self.shared.cfg.relay.is_some() {
+            feats.push("RELAY".to_string());
+        }
         if self.shared.tls.is_some() {
             feats.extend([
                 "AUTH TLS".to_string(),
@@ -104,6 +107,7 @@ impl Session<'_> {
             "HELP" => self.help(214),
             "CLIENTINFO" => self.ctl.reply(250, "OK."),
             "SETNETSTACK" => self.cmd_setnetstack(rest.trim()),
+            "RELAY" => self.cmd_relay(rest.trim()),
             _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
         }
     }

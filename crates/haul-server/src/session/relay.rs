@@ -123,6 +123,24 @@ impl Session<'_> {
         Ok(true)
     }
 
+    /// `SITE RELAY FEAT <nested path>`: the FEAT reply of the server at the end of the chain,
+    /// so a client can choose what the origin offers (its checksum algorithms, say).
+    pub(super) fn cmd_relay(&mut self, arg: &str) -> io::Result<()> {
+        let (sub, path) = arg.split_once(' ').unwrap_or((arg, ""));
+        let path = path.trim();
+        if !sub.eq_ignore_ascii_case("FEAT") || !is_nested(path) {
+            return self.ctl.reply(501, "Usage: SITE RELAY FEAT <nested URL>.");
+        }
+        let Some(inner) = self.next_hop(path)? else {
+            return Ok(());
+        };
+        let r = match self.hop.as_mut() {
+            Some(hop) => hop.feat(&inner),
+            None => Reply::new(451, "Relay: the next hop was lost."),
+        };
+        self.ctl.send(&r)
+    }
+
     /// Opens the next hop `path` names (or keeps the one open); the path on it, or None when
     /// refused (the refusal has been answered).
     fn next_hop(&mut self, path: &str) -> io::Result<Option<String>> {

@@ -36,9 +36,14 @@ fn only_from(sock: &UdpSocket, peer: IpAddr) -> Result<(), XferError> {
 impl Session {
     /// Selects PLUT for this session's transfers, with datagrams sized to the path MTU and the
     /// sender's NIC rate `rate` (bytes/s; default 10 Gb/s).
-    fn ready_plut(&mut self, rate: Option<u64>) -> Result<params::Params, XferError> {
+    pub(super) fn ready_plut(&mut self, rate: Option<u64>) -> Result<params::Params, XferError> {
         if let Some(p) = self.plut {
             return Ok(p);
+        }
+        if haul_proto::nested::is_nested(&self.url.path) {
+            return Err(XferError::Usage(
+                "PLUT is not carried through relays (a nested URL); use --transport tcp".into(),
+            ));
         }
         if !self.ctl.features.plut {
             return Err(XferError::Usage(format!(
@@ -66,78 +71,91 @@ impl Session {
         rate: Option<u64>,
     ) -> Result<Vec<ItemResult>, XferError> {
         let p = self.ready_plut(rate)?;
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            results.push(self.get_plut_item(item, &p, &|| {})?);
+        }
+        Ok(results)
+    }
+
+    /// Downloads one item over PLUT (the session switched already), calling `started` on the
+    /// server's 150, before any byte.
+    pub(super) fn get_plut_item(
+        &mut self,
+        item: &GetItem<'_>,
+        p: &params::Params,
+        started: &dyn Fn(),
+    ) -> Result<ItemResult, XferError> {
         let tuning = Tuning {
             idle_timeout: self.data_timeout,
             ..Tuning::default()
         };
-        let mut results = Vec::with_capacity(items.len());
-        for item in items {
-            let len = match (item.eret, item.len) {
-                (Some((_, l)), _) | (None, Some(l)) => l,
-                (None, None) => {
-                    return Err(XferError::Usage(format!(
-                        "{}: PLUT needs the file's length",
-                        item.path
-                    )))
-                }
-            };
-            let session: u64 = rand::random();
-            let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning)
-                .map_err(|e| XferError::io("PLUT socket", e))?;
-            only_from(&sock, self.ctl.peer.ip())?;
-            let addr = sock
-                .local_addr()
-                .map_err(|e| XferError::io("PLUT socket", e))?;
-            self.ctl.ok(&plut_cmd(format!(
-                "PORT {} {session:016x}",
-                hostport::format_port(&addr)
-            )))?;
-            let retr = retr_of(item);
-            self.ctl.send(&retr)?;
-            if let Some((alg, _)) = item.cksm {
-                self.ctl.send(&cksm_of(alg, &item.path))?;
+        let len = match (item.eret, item.len) {
+            (Some((_, l)), _) | (None, Some(l)) => l,
+            (None, None) => {
+                return Err(XferError::Usage(format!(
+                    "{}: PLUT needs the file's length",
+                    item.path
+                )))
             }
-            let r = self.ctl.final_reply(&mut |_| {})?;
-            if !r.is_preliminary() {
-                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
-            }
-            let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
-            // Hash our copy as its prefix grows, as over TCP.
-            let finished = std::sync::atomic::AtomicBool::new(false);
-            let prefix = || item.progress.prefix();
-            let (prefix, finished) = (&prefix, &finished);
-            let (got, mine) = std::thread::scope(|s| {
-                let follower = item.cksm.map(|(alg, local)| {
-                    s.spawn(move || crate::checksum::follow(local, alg, prefix, finished))
-                });
-                let got = plut::receive(&sock, item.sink, 0, len, &cfg, &tuning, item.progress);
-                finished.store(true, std::sync::atomic::Ordering::Release);
-                (got, follower.map(|h| h.join()))
+        };
+        let session: u64 = rand::random();
+        let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning)
+            .map_err(|e| XferError::io("PLUT socket", e))?;
+        only_from(&sock, self.ctl.peer.ip())?;
+        let addr = sock
+            .local_addr()
+            .map_err(|e| XferError::io("PLUT socket", e))?;
+        self.ctl.ok(&plut_cmd(format!(
+            "PORT {} {session:016x}",
+            hostport::format_port(&addr)
+        )))?;
+        let retr = retr_of(item);
+        self.ctl.send(&retr)?;
+        if let Some((alg, _)) = item.cksm {
+            self.ctl.send(&cksm_of(alg, &item.path))?;
+        }
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_preliminary() {
+            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+        }
+        started();
+        let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+        // Hash our copy as its prefix grows, as over TCP.
+        let finished = std::sync::atomic::AtomicBool::new(false);
+        let prefix = || item.progress.prefix();
+        let (prefix, finished) = (&prefix, &finished);
+        let (got, mine) = std::thread::scope(|s| {
+            let follower = item.cksm.map(|(alg, local)| {
+                s.spawn(move || crate::checksum::follow(local, alg, prefix, finished))
             });
-            let stats = got.map_err(|e| plut_err(&format!("receiving {}", item.path), e))?;
-            tracing::debug!(path = %item.path, ?stats, "PLUT receive done");
+            let got = plut::receive(&sock, item.sink, 0, len, &cfg, &tuning, item.progress);
+            finished.store(true, std::sync::atomic::Ordering::Release);
+            (got, follower.map(|h| h.join()))
+        });
+        let stats = got.map_err(|e| plut_err(&format!("receiving {}", item.path), e))?;
+        tracing::debug!(path = %item.path, ?stats, "PLUT receive done");
+        let r = self.ctl.final_reply(&mut |_| {})?;
+        if !r.is_success() {
+            return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+        }
+        let mut res = ItemResult::default();
+        if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
             let r = self.ctl.final_reply(&mut |_| {})?;
-            if !r.is_success() {
-                return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
+            if r.code != 213 {
+                return Err(XferError::from_reply(
+                    &self.ctl.name,
+                    &cksm_of(alg, &item.path),
+                    &r,
+                ));
             }
-            let mut res = ItemResult::default();
-            if let (Some((alg, _)), Some(mine)) = (item.cksm, mine) {
-                let r = self.ctl.final_reply(&mut |_| {})?;
-                if r.code != 213 {
-                    return Err(XferError::from_reply(
-                        &self.ctl.name,
-                        &cksm_of(alg, &item.path),
-                        &r,
-                    ));
-                }
-                res.server_cksm = crate::checksum::parse_cksm_reply(&r);
-                res.local_cksm = Some(mine.unwrap_or_else(|_| {
+            res.server_cksm = crate::checksum::parse_cksm_reply(&r);
+            res.local_cksm =
+                Some(mine.unwrap_or_else(|_| {
                     Err(XferError::Usage("checksum thread panicked".into()))
                 })?);
-            }
-            results.push(res);
         }
-        Ok(results)
+        Ok(res)
     }
 
     /// Uploads `items` one at a time over PLUT.

@@ -72,6 +72,40 @@ impl Session {
         }
     }
 
+    /// Downloads `f` into `sink` over PLUT (reliable UDP, sent at up to `rate` bytes/s), for a
+    /// relay whose next leg is long and lossy; `started` is called on the next hop's 150.
+    /// PLUT moves whole files or an ERET range: a restart is refused.
+    pub fn fetch_plut(
+        &mut self,
+        f: &Fetch<'_>,
+        sink: &dyn Sink,
+        progress: &Progress,
+        rate: Option<u64>,
+        started: &dyn Fn(),
+    ) -> Result<(), XferError> {
+        self.usable()?;
+        if f.restart.is_some() {
+            return Err(XferError::Usage(
+                "PLUT moves whole files: a restart goes over TCP".into(),
+            ));
+        }
+        let len = match f.eret {
+            Some(_) => None,
+            None => Some(self.size(f.path)?),
+        };
+        let p = self.ready_plut(rate)?;
+        let item = GetItem {
+            path: f.path.to_string(),
+            sink,
+            len,
+            have: None,
+            eret: f.eret,
+            cksm: None,
+            progress,
+        };
+        self.get_plut_item(&item, &p, started).map(drop)
+    }
+
     /// Stores `path` (after `REST` with `restart`, when given) with `p`'s streams: `started` is
     /// called once the next hop opened the data phase, then `send` moves the data on the data
     /// connections (ending with the EODs and the EOF). Fails with the next hop's refusal or
@@ -130,7 +164,7 @@ impl Session {
 
     /// Downloads `f` in stream mode (RFC 959 MODE S: one connection, the bytes in order),
     /// for a relay whose client needs them in order. A restart must hold a prefix of the file
-    /// (`REST <offset>`); a partial read (`ERET`) needs MODE E.
+    /// (`REST <offset>`); a partial read (`ERET`) arrives from offset 0, as the client expects.
     pub fn fetch_stream(
         &mut self,
         f: &Fetch<'_>,
@@ -138,10 +172,13 @@ impl Session {
         progress: &Progress,
         started: &dyn Fn(),
     ) -> Result<(), XferError> {
-        if f.eret.is_some() {
-            return Err(XferError::Usage(
-                "a partial read (ERET) needs MODE E, not stream mode".into(),
-            ));
+        if let Some((offset, length)) = f.eret {
+            let cmd = Command::Eret {
+                offset,
+                length,
+                path: f.path.to_string(),
+            };
+            return self.stream_in(&cmd, sink, 0, progress, started);
         }
         let offset = match &f.restart {
             None => 0,

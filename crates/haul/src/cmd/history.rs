@@ -256,6 +256,12 @@ fn write_detail(out: &mut impl Write, r: &TransferRecord) -> std::io::Result<()>
         "  destination  {}  [{}]",
         r.destination, r.destination_host
     )?;
+    for (end, url) in [("source", &r.source), ("destination", &r.destination)] {
+        let hops = super::route(url);
+        if hops.len() > 1 {
+            writeln!(out, "  route        {end} via {}", hops.join(" -> "))?;
+        }
+    }
     writeln!(
         out,
         "  moved        {} files, {} ({} bytes)",

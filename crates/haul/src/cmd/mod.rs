@@ -103,6 +103,15 @@ pub fn exit_code_for(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The servers a transfer of `endpoint` passes (`scheme://host:port`, relays first; see
+/// docs/relay.md), or `["local"]` for a local path.
+pub fn route(endpoint: &str) -> Vec<String> {
+    match haul_xfer::Endpoint::parse(endpoint) {
+        Ok(haul_xfer::Endpoint::Remote(u)) => u.route(),
+        _ => vec!["local".to_string()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,13 +368,26 @@ pub fn globus_url_copy(args: &[&str]) -> Output {
 
 pub fn globus_url_copy_timeout(args: &[&str], timeout: Duration) -> Output {
     let bin = globus_url_copy_bin().unwrap_or_else(|| PathBuf::from("globus-url-copy"));
-    let mut child = Command::new(bin)
-        .args(args)
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    let (mut out, timed_out) = run_killed_after(cmd, timeout);
+    if timed_out {
+        out.stderr.extend_from_slice(
+            format!("\n[harness] globus-url-copy killed after {timeout:?}: {args:?}\n").as_bytes(),
+        );
+    }
+    out
+}
+
+/// Runs `cmd` with its output captured, killing it after `limit`; the output and whether it
+/// was killed.
+pub fn run_killed_after(mut cmd: Command, limit: Duration) -> (Output, bool) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn globus-url-copy");
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let to = thread::spawn(move || {
@@ -387,31 +400,25 @@ pub fn globus_url_copy_timeout(args: &[&str], timeout: Duration) -> Output {
         let _ = se.read_to_end(&mut v);
         v
     });
-    let deadline = Instant::now() + timeout;
+    let deadline = Instant::now() + limit;
     let mut timed_out = false;
     let status = loop {
-        if let Some(st) = child.try_wait().expect("wait globus-url-copy") {
+        if let Some(st) = child.try_wait().expect("wait") {
             break st;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             timed_out = true;
-            break child.wait().expect("wait globus-url-copy");
+            break child.wait().expect("wait");
         }
         thread::sleep(Duration::from_millis(10));
     };
-    let stdout = to.join().unwrap_or_default();
-    let mut stderr = te.join().unwrap_or_default();
-    if timed_out {
-        stderr.extend_from_slice(
-            format!("\n[harness] globus-url-copy killed after {timeout:?}: {args:?}\n").as_bytes(),
-        );
-    }
-    Output {
+    let out = Output {
         status,
-        stdout,
-        stderr,
-    }
+        stdout: to.join().unwrap_or_default(),
+        stderr: te.join().unwrap_or_default(),
+    };
+    (out, timed_out)
 }
 
 /// `file:///abs/path` URL for a local path (made absolute).

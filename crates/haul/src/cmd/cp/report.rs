@@ -94,6 +94,10 @@ fn json_summary(
     serde_json::json!({
         "source": args.src,
         "destination": args.dst,
+        "route": {
+            "source": crate::cmd::route(&args.src),
+            "destination": crate::cmd::route(&args.dst),
+        },
         "outcome": "ok",
         "files": s.files,
         "bytes": s.bytes,

@@ -37,6 +37,13 @@ pub struct RelayArgs {
     /// Socket buffer size of the next leg's data connections, e.g. 16M [default: autotuning].
     #[arg(long, value_name = "SIZE", value_parser = crate::cmd::parse_bytes)]
     relay_tcp_buffer: Option<u64>,
+    /// Next hops whose downloads go over PLUT (reliable UDP) instead of TCP: the long lossy
+    /// leg (same forms as --relay-allow; they must be allowed there too).
+    #[arg(long, value_name = "HOST[:PORT],...")]
+    relay_plut: Option<String>,
+    /// The rate PLUT legs are sent at, e.g. 1gbit [default: PLUT's].
+    #[arg(long, value_name = "RATE", value_parser = crate::cmd::parse_rate_bytes)]
+    relay_plut_rate: Option<u64>,
     /// PEM CA certificates that haul:// next hops must chain to.
     #[arg(long, value_name = "FILE")]
     relay_ca: Option<PathBuf>,
@@ -73,6 +80,8 @@ struct RelayFile {
     buffer: Option<String>,
     parallelism: Option<u32>,
     tcp_buffer: Option<String>,
+    plut: Option<Vec<String>>,
+    plut_rate: Option<String>,
     ca: Option<PathBuf>,
     #[serde(default)]
     credentials: Vec<FileCredential>,
@@ -149,6 +158,26 @@ impl RelayArgs {
             _ => None,
         };
         cfg.leg.tcp_buffer = tcp.map(|b| b as usize);
+        let plut = match (&self.relay_plut, &file.plut) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(list)) => Some(list.join(",")),
+            (None, None) => None,
+        };
+        cfg.plut = match plut {
+            Some(p) => Some(
+                p.parse()
+                    .map_err(|e| anyhow::anyhow!("--relay-plut: {e}"))?,
+            ),
+            None => None,
+        };
+        cfg.plut_rate = match (self.relay_plut_rate, &file.plut_rate) {
+            (Some(r), _) => Some(r),
+            (None, Some(r)) => Some(
+                crate::cmd::parse_rate_bytes(r)
+                    .map_err(|e| anyhow::anyhow!("{}: plut_rate: {e}", fpath.display()))?,
+            ),
+            (None, None) => None,
+        };
         cfg.ca = self.relay_ca.or(file.ca);
         cfg.credentials = file
             .credentials
