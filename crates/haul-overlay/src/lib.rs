@@ -8,7 +8,9 @@ pub mod nested;
 pub use allow::{AllowList, NotAllowed};
 pub use nested::{nested, redact, NestedError, NextHop};
 
+pub mod gather;
 mod hop;
 pub mod relay;
+pub mod route;
 
 pub use relay::{Credential, LegParams, Relay, RelayConfig, RelayError};

@@ -19,6 +19,8 @@ pub struct Features {
     pub plut: bool,
     /// The server relays commands on nested URLs and answers `SITE RELAY FEAT` (`RELAY`).
     pub relay: bool,
+    /// The server shares its throughput predictions with `SITE BTC` (`BTC`).
+    pub btc: bool,
 }
 
 impl Features {
@@ -33,6 +35,7 @@ impl Features {
                 "PLUT" => f.plut = true,
                 "DTOK" => f.dtok = true,
                 "RELAY" => f.relay = true,
+                "BTC" => f.btc = true,
                 "CKSM" => {
                     f.cksm = rest
                         .split([';', ','])
@@ -68,6 +71,7 @@ mod tests {
                 " PLUT 1".into(),
                 " DTOK".into(),
                 " RELAY".into(),
+                " BTC".into(),
                 " AUTH TLS".into(),
                 " CKSM MD5:10;adler32:1,crc32c".into(),
                 " MODE E".into(),
@@ -75,7 +79,7 @@ mod tests {
             ],
         );
         let f = Features::parse(&r);
-        assert!(f.haul && f.plut && f.dtok && f.relay && f.auth_tls);
+        assert!(f.haul && f.plut && f.dtok && f.relay && f.btc && f.auth_tls);
         assert_eq!(f.cksm, ["MD5", "ADLER32", "CRC32C"]);
         assert!(f.has_cksm("adler32") && !f.has_cksm("sha1"));
     }

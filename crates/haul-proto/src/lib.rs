@@ -4,6 +4,7 @@
 //! and host-port formats.
 //! Nothing here touches a socket; the IO layers feed bytes in and write bytes out.
 
+pub mod btc;
 pub mod client;
 pub mod command;
 pub mod features;

@@ -44,6 +44,10 @@ pub struct ServerConfig {
     /// What carries out commands on nested URLs (`ftp://relay/ftp://origin/path`); without
     /// one, such commands are refused (`haul serve --relay-allow` gives one).
     pub relay: Option<std::sync::Arc<dyn crate::relay::Relay>>,
+    /// Where each served transfer is recorded (`haul serve` writes the history store).
+    pub journal: Option<std::sync::Arc<dyn crate::journal::TransferLog>>,
+    /// The throughput predictions it shares with `SITE BTC` (none: the command is refused).
+    pub predictions: Option<std::sync::Arc<dyn crate::journal::Predictions>>,
 }
 
 impl ServerConfig {
@@ -67,6 +71,8 @@ impl ServerConfig {
             marker_interval: Duration::from_secs(1),
             block_size: 256 * 1024,
             relay: None,
+            journal: None,
+            predictions: None,
         }
     }
 }

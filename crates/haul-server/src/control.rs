@@ -99,6 +99,11 @@ impl Control {
         Ok(self.tcp.local_addr()?.ip())
     }
 
+    /// The server's end of the control connection.
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.tcp.local_addr()
+    }
+
     /// The client's IP on the control connection (PLUT data may only go there).
     pub fn peer_ip(&self) -> io::Result<IpAddr> {
         Ok(self.tcp.peer_addr()?.ip())

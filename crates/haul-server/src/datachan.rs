@@ -147,6 +147,8 @@ pub struct Dial {
     pub limit: usize,
     /// The session's data-connection token (`DTOK`), if the client asked for one.
     pub token: Option<DataToken>,
+    /// The local address the client reached the server at: data connections leave from it.
+    pub from: Option<std::net::IpAddr>,
 }
 
 impl Dial {
@@ -190,7 +192,7 @@ impl Dial {
         if let Some(why) = cut.reason() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
-        let raw = RawConn::connect(self.stack, addr, self.sbuf, CONNECT_TIMEOUT)?;
+        let raw = RawConn::connect_from(self.stack, addr, self.from, self.sbuf, CONNECT_TIMEOUT)?;
         self.wrap(raw, cut, true)
     }
 

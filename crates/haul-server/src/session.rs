@@ -90,6 +90,8 @@ pub struct Session<'a> {
     pub(crate) user_name: String,
     /// The next hop of the commands on nested URLs, kept for the next one (relays only).
     pub(crate) hop: Option<Box<dyn crate::relay::Hop>>,
+    /// What the running transfer moved, for its record.
+    pub(crate) meter: data::Meter,
 }
 
 /// Failed logins per client address, for the back-off: (count, time of the last).
@@ -149,6 +151,7 @@ impl<'a> Session<'a> {
             user_slot: None,
             user_name: String::new(),
             hop: None,
+            meter: Default::default(),
         })
     }
 

@@ -73,6 +73,7 @@ impl Session<'_> {
             peers: self.machine.transfer_state().peers(),
             limit: cfg.max_parallelism,
             token: self.data_token,
+            from: self.ctl.local_ip().ok(),
         }
     }
 
@@ -172,6 +173,8 @@ impl Session<'_> {
                 Ok(if extended { conns } else { Vec::new() })
             },
         )?;
+        self.meter.bytes = progress.bytes();
+        self.meter.streams = if extended { n } else { 1 };
         match result {
             Ok(conns) => {
                 if extended {
@@ -195,8 +198,9 @@ impl Session<'_> {
 
     /// Receives into `sink` (MODE E blocks at `base` + offset; MODE S from `stream_start`),
     /// sending markers meanwhile when `markers` (a relay sends none: what it holds is not yet
-    /// stored). On success the final 112 and 111 are sent and the ranges written are returned. On failure, `Err(None)` if the outcome was reported (no data
-    /// channel), else the cause, for the caller's outcome.
+    /// stored). On success the final 112 and 111 are sent and the ranges written are returned.
+    /// On failure, `Err(None)` if the outcome was reported (no data channel), else the cause,
+    /// for the caller's outcome.
     pub(crate) fn receive_into(
         &mut self,
         sink: &dyn Sink,
@@ -269,6 +273,19 @@ impl Session<'_> {
             },
         )?
         .map_err(|e| cut.explain(e));
+        self.received(result, extended, markers, &progress)
+    }
+
+    /// The end of [`Session::receive_into`]: the connections kept for the next file, the
+    /// final markers, what the journal records.
+    fn received(
+        &mut self,
+        result: io::Result<Vec<Conn>>,
+        extended: bool,
+        markers: bool,
+        progress: &Progress,
+    ) -> io::Result<Result<RangeSet, Option<io::Error>>> {
+        self.meter.bytes = progress.bytes();
         // MODE S ends by a close, which a client killed mid-file also makes: the upload is whole
         // only if the client is still there to hear about it.
         let result = match result {
@@ -280,11 +297,12 @@ impl Session<'_> {
         };
         match result {
             Ok(reusable) => {
+                self.meter.streams = reusable.len().max(1);
                 if extended {
                     self.data.cached = reusable;
                 }
                 if markers {
-                    send_markers(&mut self.ctl, &progress)?;
+                    send_markers(&mut self.ctl, progress)?;
                 }
                 Ok(Ok(progress.ranges()))
             }

@@ -118,8 +118,20 @@ impl RawConn {
         buffer: Option<usize>,
         timeout: Duration,
     ) -> io::Result<RawConn> {
+        Self::connect_from(stack, addr, None, buffer, timeout)
+    }
+
+    /// As [`RawConn::connect`], from the local address `from` (TCP only; see
+    /// [`socket::connect_from`]).
+    pub fn connect_from(
+        stack: NetStack,
+        addr: SocketAddr,
+        from: Option<std::net::IpAddr>,
+        buffer: Option<usize>,
+        timeout: Duration,
+    ) -> io::Result<RawConn> {
         Ok(match stack {
-            NetStack::Tcp => RawConn::Tcp(socket::connect(addr, buffer, timeout)?),
+            NetStack::Tcp => RawConn::Tcp(socket::connect_from(addr, from, buffer, timeout)?),
             NetStack::Udt => RawConn::Udt(UdtStream::connect(
                 addr,
                 None,

@@ -111,7 +111,8 @@ impl Pump {
         io::Error::new(io::ErrorKind::BrokenPipe, format!("relay stopped: {why}"))
     }
 
-    /// Queues one piece of at most [`PIECE`] bytes, waiting for room.
+    /// Queues one piece of at most [`PIECE`] bytes, waiting for room. The room is taken under
+    /// the lock; the copy is made outside it, so other streams of both legs are not held up.
     fn push(&self, data: &[u8], offset: u64) -> io::Result<()> {
         let mut st = self.lock();
         loop {
@@ -124,11 +125,17 @@ impl Pump {
             }
             st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
         }
+        st.used += data.len();
         let mut buf = st.spare.pop().unwrap_or_default();
+        drop(st);
         buf.clear();
+        buf.reserve(HEADER_LEN + data.len());
         buf.resize(HEADER_LEN, 0);
         buf.extend_from_slice(data);
-        st.used += data.len();
+        let mut st = self.lock();
+        if let Some(why) = &st.failed {
+            return Err(Self::stopped(why));
+        }
         st.queue.push_back(Piece { offset, buf });
         drop(st);
         self.ready.notify_one();

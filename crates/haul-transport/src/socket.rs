@@ -129,7 +129,24 @@ pub fn connect(
     buffer: Option<usize>,
     timeout: Duration,
 ) -> io::Result<TcpStream> {
+    connect_from(addr, None, buffer, timeout)
+}
+
+/// As [`connect`], from the local address `from` when given (and of `addr`'s family): a
+/// server's data connections leave from the address its client reached it at, which is the
+/// address the client accepts them from.
+pub fn connect_from(
+    addr: SocketAddr,
+    from: Option<std::net::IpAddr>,
+    buffer: Option<usize>,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
     let s = new_socket(&addr, buffer)?;
+    if let Some(ip) = from.filter(|ip| ip.is_ipv4() == addr.is_ipv4() && !ip.is_unspecified()) {
+        s.bind(&SocketAddr::new(ip, 0).into()).map_err(|e| {
+            io::Error::new(e.kind(), format!("bind {ip} for a data connection: {e}"))
+        })?;
+    }
     s.connect_timeout(&addr.into(), timeout)
         .map_err(|e| io::Error::new(e.kind(), format!("data connection to {addr}: {e}")))?;
     s.set_nodelay(true)?;

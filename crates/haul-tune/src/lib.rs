@@ -4,7 +4,8 @@
 //! tells the result back. This makes every algorithm replayable thousands of times in a test.
 //!
 //! Seeds: FastProf and its baselines follow §4 of `000-digest.md` (Ch. 4 of the dissertation);
-//! clusters, Alg. 3 concurrency search and the early-stopping estimators follow `003-digest.md`.
+//! clusters, Alg. 3 concurrency search and the early-stopping estimators follow `003-digest.md`;
+//! the BTC predictors and their NWS-style selector ([`predict`]) follow §2.3 of `002-digest.md`.
 
 pub mod cluster;
 pub mod concurrency;
@@ -12,6 +13,7 @@ pub mod estimate;
 pub mod estimate_replay;
 pub mod exhaustive;
 pub mod kw;
+pub mod predict;
 pub mod random_walk;
 pub mod replay;
 pub mod space;

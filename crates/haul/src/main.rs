@@ -22,6 +22,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// List and filter the history of transfers.
     History(cmd::history::Args),
+    /// Choose a route: direct or through relays, from predicted leg throughputs.
+    Route(cmd::route::Args),
     /// Emulate wide-area links between network namespaces.
     Netem(cmd::netem::Args),
     /// Profile a transport over a path (TPG) and tune it (FastProf).
@@ -36,6 +38,7 @@ fn main() -> std::process::ExitCode {
         Command::Cp(a) => cmd::cp::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::History(a) => cmd::history::run(a),
+        Command::Route(a) => cmd::route::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Profile(a) => cmd::profile::run(a),
     };

@@ -21,7 +21,7 @@ struct HaulServe {
 impl HaulServe {
     fn start(root: &Path) -> HaulServe {
         let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-            .args(["serve", "--root"])
+            .args(["serve", "--no-history", "--root"])
             .arg(root)
             .args([
                 "--listen",

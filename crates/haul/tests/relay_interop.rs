@@ -46,7 +46,7 @@ impl Node {
     fn start(name: &str, root: &Path, logs: &Path, extra: &[&str]) -> Node {
         let log = logs.join(format!("{name}.log"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_haul"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .args(["serve", "--no-history", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .args(extra)
             .env("HAUL_LOG", "info")

@@ -34,7 +34,7 @@ fn serve_users(
     extra: &[&str],
 ) -> (std::process::Child, std::net::SocketAddr) {
     let mut srv = haul()
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .args(["serve", "--no-history", "--listen", "127.0.0.1:0", "--root"])
         .arg(root)
         .arg("--users")
         .arg(users)

@@ -12,6 +12,28 @@ use haul_transport::net::DataListener;
 
 use super::Session;
 use crate::datachan::Setup;
+use crate::journal::{Direction, ServedTransfer};
+
+/// What the running transfer moved, for the journal.
+#[derive(Debug, Default)]
+pub(crate) struct Meter {
+    /// Its data phase began (`150` / `125` sent).
+    pub(crate) opened: bool,
+    /// Payload bytes moved.
+    pub(crate) bytes: u64,
+    /// Data connections used.
+    pub(crate) streams: usize,
+    /// How it ended.
+    pub(crate) outcome: Option<Result<(), String>>,
+    /// The next hop of a relayed transfer.
+    pub(crate) next_hop: Option<String>,
+}
+
+/// Whether a path is one of the virtual devices (`/dev/zero`, `/dev/null`): memory, not disk.
+fn is_device(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    p.ends_with("/dev/zero") || p.ends_with("/dev/null") || p == "dev/zero" || p == "dev/null"
+}
 
 impl Session<'_> {
     /// Performs one data-channel action of the session machine.
@@ -53,15 +75,50 @@ impl Session<'_> {
 
     /// Runs one transfer the machine started; every path ends it with an outcome.
     fn run_transfer(&mut self, t: Transfer) -> io::Result<()> {
+        self.meter = Meter::default();
+        let (started, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
+        let (direction, path, memory) = match &t.op {
+            TransferOp::Send { path, .. } => (Direction::Sent, path.clone(), is_device(path)),
+            TransferOp::Receive { path, .. } => {
+                (Direction::Received, path.clone(), is_device(path))
+            }
+            TransferOp::List { path, .. } => {
+                (Direction::Sent, path.clone().unwrap_or_default(), true)
+            }
+        };
         if self.relay_transfer(&t)? {
-            return self.ensure_outcome();
+            self.meter.next_hop = self.hop.as_ref().map(|h| h.name());
+        } else {
+            match t.op {
+                TransferOp::Send { path, range } => self.cmd_retr(&path, range, t.restart)?,
+                TransferOp::Receive { path, kind } => self.cmd_stor(&path, kind, t.restart)?,
+                TransferOp::List { path, kind } => self.cmd_listing(path.as_deref(), kind)?,
+            }
         }
-        match t.op {
-            TransferOp::Send { path, range } => self.cmd_retr(&path, range, t.restart)?,
-            TransferOp::Receive { path, kind } => self.cmd_stor(&path, kind, t.restart)?,
-            TransferOp::List { path, kind } => self.cmd_listing(path.as_deref(), kind)?,
-        }
-        self.ensure_outcome()
+        self.ensure_outcome()?;
+        let (Some(journal), Some(outcome)) = (
+            self.shared.cfg.journal.clone(),
+            self.meter.outcome.take().filter(|_| self.meter.opened),
+        ) else {
+            return Ok(());
+        };
+        let memory = memory || self.meter.next_hop.is_some();
+        journal.record(ServedTransfer {
+            started,
+            elapsed_s: t0.elapsed().as_secs_f64(),
+            direction,
+            path,
+            local: self.ctl.local_addr()?,
+            peer: self.peer,
+            user: self.user_name.clone(),
+            bytes: self.meter.bytes,
+            streams: self.meter.streams,
+            transport: self.data.stack.as_str(),
+            memory,
+            next_hop: self.meter.next_hop.take(),
+            outcome,
+        });
+        Ok(())
     }
 
     /// Ends a transfer that its driver left without an outcome (a bug) with `426`.
@@ -85,12 +142,18 @@ impl Session<'_> {
     /// cannot go on (no data channel; the refusal has been sent).
     pub(crate) fn opening(&mut self, reused: bool, sending: bool) -> io::Result<bool> {
         let go = self.machine.transfers().transfer_opening(reused, sending);
+        self.meter.opened |= go;
         self.write_replies().map(|()| go)
     }
 
     /// The transfer ended: an `ABOR` the client sent meanwhile is taken first, so that the
     /// replies say the transfer was aborted.
     pub(crate) fn finish(&mut self, outcome: Outcome) -> io::Result<()> {
+        self.meter.outcome = Some(match &outcome {
+            Outcome::Complete => Ok(()),
+            Outcome::Refused(r) => Err(r.text()),
+            Outcome::NoConnection(e) | Outcome::Failed(e) => Err(e.clone()),
+        });
         if self.ctl.take_abor() {
             self.machine.handle_command(Command::Abor);
         }

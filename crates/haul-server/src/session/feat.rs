@@ -60,6 +60,9 @@ impl Session<'_> {
         if self.shared.cfg.relay.is_some() {
             feats.push("RELAY".to_string());
         }
+        if self.shared.cfg.predictions.is_some() {
+            feats.push("BTC".to_string());
+        }
         if self.shared.tls.is_some() {
             feats.extend([
                 "AUTH TLS".to_string(),
@@ -108,8 +111,31 @@ impl Session<'_> {
             "CLIENTINFO" => self.ctl.reply(250, "OK."),
             "SETNETSTACK" => self.cmd_setnetstack(rest.trim()),
             "RELAY" => self.cmd_relay(rest.trim()),
+            "BTC" => self.cmd_btc(),
             _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
         }
+    }
+
+    /// `SITE BTC`: this server's current throughput predictions for the peers it has served,
+    /// one `peer=…;dir=…;bps=…;predictor=…;age=…;samples=…;` line each, and whether it relays
+    /// (haul extension, docs/protocol.md), so clients can choose routes without a central
+    /// service.
+    fn cmd_btc(&mut self) -> io::Result<()> {
+        let Some(p) = self.shared.cfg.predictions.clone() else {
+            return self
+                .ctl
+                .reply(504, "SITE BTC: this server keeps no history.");
+        };
+        let mut lines = vec!["BTC predictions".to_string()];
+        lines.extend(p.current().iter().map(|x| format!(" {}", x.line())));
+        let relays = if self.shared.cfg.relay.is_some() {
+            "yes"
+        } else {
+            "no"
+        };
+        lines.push(format!(" relay={relays};"));
+        lines.push("End.".to_string());
+        self.ctl.send(&Reply::multi(211, lines))
     }
 
     fn cmd_opts(&mut self, command: &str, options: &str) -> io::Result<()> {

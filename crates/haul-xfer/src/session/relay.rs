@@ -244,6 +244,19 @@ impl Session {
         Ok(())
     }
 
+    /// The server's shared throughput predictions (`SITE BTC`), or None when it offers none.
+    pub fn btc(&mut self) -> Result<Option<haul_proto::btc::Shared>, XferError> {
+        if !self.ctl.features.btc {
+            return Ok(None);
+        }
+        let cmd = Command::Site("BTC".into());
+        let r = self.command(&cmd)?;
+        if r.code != 211 {
+            return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
+        }
+        Ok(Some(haul_proto::btc::Shared::parse(&r)))
+    }
+
     /// Sends one command without data and returns its final reply, whatever it says (a relay
     /// passes it back to its client).
     pub fn command(&mut self, cmd: &Command) -> Result<haul_proto::Reply, XferError> {

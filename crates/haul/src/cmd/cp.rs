@@ -13,7 +13,19 @@ use haul_xfer::Endpoint;
 pub use args::Args;
 
 /// Runs `haul cp`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    let (src, dst, chosen) = crate::cmd::route::for_cp(
+        &args.src,
+        &args.dst,
+        &args.route,
+        &args.route_choice,
+        &args.history,
+        &args.ca,
+    )?;
+    if let Some(r) = &chosen {
+        tracing::info!(hops = ?r.hops, predicted_bps = r.predicted_bps, "route chosen");
+    }
+    (args.src, args.dst) = (src, dst);
     let src = Endpoint::parse(&args.src)?;
     let dst = Endpoint::parse(&args.dst)?;
     let tls = plan::client_tls(&args, &src, &dst)?;

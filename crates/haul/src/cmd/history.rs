@@ -9,7 +9,6 @@ use replay::ReplayArgs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Arguments of `haul history`.
 #[derive(clap::Args, Debug)]
@@ -118,13 +117,7 @@ fn parse_duration(s: &str) -> Result<f64, String> {
     })
 }
 
-/// The current time in Unix seconds (0 before the epoch).
-fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+use crate::cmd::now_unix;
 
 /// Formats Unix seconds as `YYYY-MM-DD HH:MM:SS` UTC.
 fn format_utc(unix: f64) -> String {

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod history;
 pub mod netem;
 pub mod profile;
+pub mod route;
 pub mod serve;
 
 use std::process::ExitCode;
@@ -110,6 +111,14 @@ pub fn route(endpoint: &str) -> Vec<String> {
         Ok(haul_xfer::Endpoint::Remote(u)) => u.route(),
         _ => vec!["local".to_string()],
     }
+}
+
+/// The current time in Unix seconds (0 before the epoch).
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 use haul_server::{Server, ServerConfig};
 
+mod journal;
+mod predict;
 mod relay;
 
 /// Arguments of `haul serve`.
@@ -63,6 +65,13 @@ pub struct Args {
     /// Read a password from stdin and print its argon2id hash for a users file, then exit.
     #[arg(long)]
     hash_password: bool,
+    /// History database each served transfer is recorded in (default:
+    /// $XDG_DATA_HOME/haul/history.sqlite, as haul cp).
+    #[arg(long)]
+    history: Option<PathBuf>,
+    /// Record no history.
+    #[arg(long, conflicts_with = "history")]
+    no_history: bool,
     #[command(flatten)]
     relay: relay::RelayArgs,
 }
@@ -97,6 +106,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_parallelism = args.max_parallelism as usize;
     if let Some(r) = args.relay.build(cfg.data_timeout)? {
         cfg.relay = Some(r);
+    }
+    if !args.no_history {
+        let path = args.history.unwrap_or_else(haul_store::Store::default_path);
+        match journal::HistoryJournal::start(path.clone()) {
+            Ok(j) => {
+                cfg.journal = Some(j);
+                cfg.predictions = Some(std::sync::Arc::new(predict::HistoryPredictions::new(path)));
+            }
+            Err(e) => tracing::warn!("served transfers not recorded in {}: {e}", path.display()),
+        }
     }
     if !cfg.anonymous && cfg.users.is_none() {
         tracing::warn!("neither --anonymous nor --users given: nobody can log in");

@@ -46,6 +46,10 @@ pub fn serve(root: &Path, extra: &[&str]) -> Serve {
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root)
         .args(extra);
+    // Servers under test keep no history unless the test asks for one.
+    if !extra.contains(&"--history") {
+        cmd.arg("--no-history");
+    }
     let (child, addr) = listening(cmd, "haul serve: listening on ");
     Serve { child, addr }
 }

@@ -141,6 +141,17 @@ pub struct Args {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The route: direct; auto (chosen from the predictions the servers share and the history,
+    /// as `haul route` prints it); or relays HOST:PORT[,HOST:PORT] to go through, the one
+    /// nearest this client first (docs/relay.md).
+    #[arg(
+        long,
+        default_value = "direct",
+        value_name = "direct|auto|RELAY[,RELAY]"
+    )]
+    pub route: String,
+    #[command(flatten)]
+    pub route_choice: crate::cmd::route::RouteArgs,
 }
 
 /// `--clusters`: a policy, or off.

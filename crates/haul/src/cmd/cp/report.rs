@@ -1,8 +1,6 @@
 //! Reporting a `haul cp`: the summary on stdout (human or `--json`) and the record in the
 //! history store.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use haul_store::{Outcome, Params, Store, TransferRecord};
 use haul_xfer::autotune;
 use haul_xfer::{Endpoint, Options, Summary};
@@ -59,13 +57,7 @@ fn throughput_bps(s: &Summary) -> f64 {
     }
 }
 
-/// Now, in seconds since the Unix epoch.
-pub(super) fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+pub(super) use crate::cmd::now_unix;
 
 /// The host an end is recorded under in the history: `host:port`, or `local`.
 pub(super) fn host_of(e: &Endpoint) -> String {

@@ -1,0 +1,53 @@
+//! What a server tells about each transfer it served, for the history that throughput
+//! predictions are built from (002 §2.3: passive measurements, nothing probed). The server
+//! calls a [`TransferLog`] the configuration gives (`haul serve` writes to the history store);
+//! it never waits for it.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::SystemTime;
+
+pub use haul_proto::btc::{Direction, PeerPrediction};
+
+/// One transfer a server served.
+#[derive(Debug, Clone)]
+pub struct ServedTransfer {
+    /// When the transfer command arrived.
+    pub started: SystemTime,
+    /// Seconds from the transfer command to its end (data connections set up included, as
+    /// the thesis measures BTC).
+    pub elapsed_s: f64,
+    /// Which way the data went.
+    pub direction: Direction,
+    /// The path as the client named it (a nested URL for a relayed transfer).
+    pub path: String,
+    /// The server's control address.
+    pub local: SocketAddr,
+    /// The client's address.
+    pub peer: IpAddr,
+    /// The logged-in user.
+    pub user: String,
+    /// Payload bytes moved.
+    pub bytes: u64,
+    /// Data connections used.
+    pub streams: usize,
+    /// `tcp`, `udt` or `plut`.
+    pub transport: &'static str,
+    /// The server's end was memory (`/dev/zero`, `/dev/null`, a listing, or a relay's buffer).
+    pub memory: bool,
+    /// The next hop, for a relayed transfer.
+    pub next_hop: Option<String>,
+    /// Whether it completed; otherwise why not.
+    pub outcome: Result<(), String>,
+}
+
+/// Where a server's transfer records go.
+pub trait TransferLog: Send + Sync + std::fmt::Debug {
+    /// Takes one record; must not block the session for long.
+    fn record(&self, t: ServedTransfer);
+}
+
+/// Where a server's shared predictions come from (`haul serve`: its history).
+pub trait Predictions: Send + Sync + std::fmt::Debug {
+    /// The current predictions for every peer with fresh enough measurements.
+    fn current(&self) -> Vec<PeerPrediction>;
+}

@@ -1,0 +1,338 @@
+//! `haul route SRC DST`: the route a transfer should take, direct or through relays, chosen by
+//! maximin over predicted leg throughputs (002 §2.4) that the servers share (`SITE BTC`) and the
+//! client's own history adds; `haul cp --route` uses the same choice.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use haul_overlay::gather::{gather, Gathered, LOCAL};
+use haul_overlay::route::RouteParams;
+use haul_overlay::route::{choose, nest_url, Candidate, Graph, HostId, Leg, Reason, Route};
+use haul_store::{Filter, Outcome, Store};
+use haul_tune::predict::{Measurement, Selector};
+use haul_xfer::tls::ClientTls;
+use haul_xfer::{Endpoint, RemoteUrl};
+
+/// Arguments of `haul route`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Source: ftp://host[:port]/path, haul://…, or a local path.
+    pub src: String,
+    /// Destination, in the same forms.
+    pub dst: String,
+    #[command(flatten)]
+    pub choice: RouteArgs,
+    /// History database (default: $XDG_DATA_HOME/haul/history.sqlite).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// PEM CA certificates for haul:// servers.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How routes are chosen (shared with `haul cp --route`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RouteArgs {
+    /// Candidate relays: HOST:PORT or ftp://[user:pass@]HOST:PORT, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    pub relays: Vec<String>,
+    /// Split only when the predicted gain over direct exceeds this fraction.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f64,
+    /// The most relays in a chain.
+    #[arg(long, default_value_t = 2)]
+    pub max_relays: usize,
+}
+
+/// A chosen route with the URLs that take it.
+pub struct Planned {
+    /// The choice.
+    pub route: Route,
+    /// The source URL or path to use.
+    pub src: String,
+    /// The destination URL or path to use.
+    pub dst: String,
+    /// What the servers said, and what could not be asked.
+    pub gathered: Gathered,
+}
+
+/// A host id for an endpoint: `host:port` of a URL, or [`LOCAL`].
+fn id_of(e: &Endpoint) -> HostId {
+    match e {
+        Endpoint::Remote(u) => u.host_port(),
+        Endpoint::Local(_) => LOCAL.to_string(),
+    }
+}
+
+/// A relay as given: `host:port` or a URL.
+fn relay_url(s: &str) -> anyhow::Result<RemoteUrl> {
+    let text = if s.contains("://") {
+        s.to_string()
+    } else {
+        format!("ftp://{s}/")
+    };
+    match Endpoint::parse(&text)? {
+        Endpoint::Remote(u) => Ok(u),
+        Endpoint::Local(_) => anyhow::bail!("--relays {s}: not a server"),
+    }
+}
+
+/// `scheme://[user[:pass]@]host:port` of a server.
+fn hop_of(u: &RemoteUrl) -> String {
+    let scheme = if u.tls { "haul" } else { "ftp" };
+    let cred = match (&u.user, &u.pass) {
+        (Some(user), Some(p)) => format!("{user}:{p}@"),
+        (Some(user), None) => format!("{user}@"),
+        _ => String::new(),
+    };
+    format!("{scheme}://{cred}{}", u.host_port())
+}
+
+/// The legs the client's own history knows: its direct (not relayed) copies of at least
+/// 1 MiB, per ordered pair of hosts, predicted by the selector.
+fn local_legs(history: &Option<PathBuf>) -> Vec<Leg> {
+    let path = history.clone().unwrap_or_else(Store::default_path);
+    let Ok(store) = Store::open(&path) else {
+        return Vec::new();
+    };
+    let rows = store
+        .list(&Filter {
+            kind: Some("cp".into()),
+            outcome: Some(Outcome::Ok),
+            ..Filter::default()
+        })
+        .unwrap_or_default();
+    let mut pairs: BTreeMap<(String, String), Vec<Measurement>> = BTreeMap::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.bytes >= 1 << 20 && r.duration_s > 0.0)
+    {
+        if super::route(&r.source).len() > 1 || super::route(&r.destination).len() > 1 {
+            continue;
+        }
+        let end = |h: &str| {
+            if h == "local" {
+                LOCAL.to_string()
+            } else {
+                h.to_string()
+            }
+        };
+        let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
+        pairs
+            .entry((end(&r.source_host), end(&r.destination_host)))
+            .or_default()
+            .push(m);
+    }
+    let now = super::now_unix();
+    let selector = Selector::default();
+    pairs
+        .into_iter()
+        .filter_map(|((from, to), mut ms)| {
+            ms.sort_by(|a, b| a.at.total_cmp(&b.at));
+            let p = selector.predict(&ms, now)?;
+            Some(Leg {
+                from,
+                to,
+                bps: p.bps,
+                age_s: p.age_s,
+                samples: p.samples,
+            })
+        })
+        .collect()
+}
+
+/// Chooses the route from `src` to `dst` and gives the URLs that take it: relays nest around
+/// the source URL for downloads and third-party copies (the data comes through them) and
+/// around the destination URL for uploads.
+pub fn plan(
+    src: &str,
+    dst: &str,
+    a: &RouteArgs,
+    history: &Option<PathBuf>,
+    ca: &Option<PathBuf>,
+) -> anyhow::Result<Planned> {
+    let (s, d) = (Endpoint::parse(src)?, Endpoint::parse(dst)?);
+    let tls = match ca {
+        Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
+        None => None,
+    };
+    let relays: Vec<RemoteUrl> = a
+        .relays
+        .iter()
+        .map(|r| relay_url(r))
+        .collect::<Result<_, _>>()?;
+    let mut servers: Vec<(HostId, RemoteUrl)> = Vec::new();
+    for e in [&s, &d] {
+        if let Endpoint::Remote(u) = e {
+            servers.push((u.host_port(), u.clone()));
+        }
+    }
+    servers.extend(relays.iter().map(|u| (u.host_port(), u.clone())));
+    let gathered = gather(&servers, &local_legs(history), tls.as_ref());
+    let graph = Graph::new(gathered.legs.clone())?;
+    let candidates: Vec<Candidate> = relays
+        .iter()
+        .map(|u| Candidate {
+            host: u.host_port(),
+            discount: 1.0,
+        })
+        .collect();
+    let params = RouteParams {
+        max_relays: a.max_relays,
+        threshold: a.threshold,
+    };
+    let route = choose(&graph, &id_of(&s), &id_of(&d), &candidates, &params)?;
+    let by_id: BTreeMap<HostId, &RemoteUrl> = relays.iter().map(|u| (u.host_port(), u)).collect();
+    let chain: Vec<&RemoteUrl> = route
+        .relays()
+        .iter()
+        .filter_map(|r| by_id.get(r).copied())
+        .collect();
+    let (src_out, dst_out) = through(src, dst, &chain)?;
+    Ok(Planned {
+        route,
+        src: src_out,
+        dst: dst_out,
+        gathered,
+    })
+}
+
+/// The source and destination that take a transfer through `relays`, in order from the
+/// client: relays nest around the source URL for downloads and third-party copies (the data
+/// comes through them) and around the destination URL for uploads.
+pub fn through(src: &str, dst: &str, relays: &[&RemoteUrl]) -> anyhow::Result<(String, String)> {
+    if relays.is_empty() {
+        return Ok((src.to_string(), dst.to_string()));
+    }
+    let mut chain: Vec<String> = relays.iter().map(|u| hop_of(u)).collect();
+    match (Endpoint::parse(src)?, Endpoint::parse(dst)?) {
+        (Endpoint::Remote(u), _) => {
+            chain.push(hop_of(&u));
+            Ok((nest_url(&chain, &u.path)?, dst.to_string()))
+        }
+        (Endpoint::Local(_), Endpoint::Remote(u)) => {
+            chain.push(hop_of(&u));
+            Ok((src.to_string(), nest_url(&chain, &u.path)?))
+        }
+        _ => anyhow::bail!("a route needs a server at one end"),
+    }
+}
+
+/// `haul cp --route`: the source and destination to copy between, and the route chosen when
+/// it was `auto`.
+pub fn for_cp(
+    src: &str,
+    dst: &str,
+    route: &str,
+    a: &RouteArgs,
+    history: &Option<PathBuf>,
+    ca: &Option<PathBuf>,
+) -> anyhow::Result<(String, String, Option<Route>)> {
+    match route {
+        "direct" => Ok((src.to_string(), dst.to_string(), None)),
+        "auto" => {
+            let p = plan(src, dst, a, history, ca)?;
+            Ok((p.src, p.dst, Some(p.route)))
+        }
+        list => {
+            let relays: Vec<RemoteUrl> =
+                list.split(',').map(relay_url).collect::<Result<_, _>>()?;
+            let refs: Vec<&RemoteUrl> = relays.iter().collect();
+            let (s, d) = through(src, dst, &refs)?;
+            Ok((s, d, None))
+        }
+    }
+}
+
+/// Why, in words.
+fn reason(r: &Route) -> String {
+    let pct = |g: f64| format!("{:+.0} %", g * 100.0);
+    match &r.reason {
+        Reason::DirectOnly => "no chain is predicted faster than direct".into(),
+        Reason::BelowThreshold { gain, .. } => {
+            format!(
+                "the best chain's predicted gain ({}) is under the threshold",
+                pct(*gain)
+            )
+        }
+        Reason::Split { gain } => format!("predicted gain over direct {}", pct(*gain)),
+        Reason::DirectDown => "direct is predicted down (an outage)".into(),
+        Reason::NoDirectPrediction => "direct has no prediction; this chain has".into(),
+        Reason::Unreachable => "no route has a prediction: direct, untried".into(),
+    }
+}
+
+fn mbit(bps: f64) -> String {
+    format!("{:.1} Mbit/s", bps / 1e6)
+}
+
+/// Runs `haul route`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let p = plan(&args.src, &args.dst, &args.choice, &args.history, &args.ca)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let legs: Vec<_> = p
+            .route
+            .legs
+            .iter()
+            .map(|l| {
+                serde_json::json!({"from": l.from, "to": l.to, "bps": l.bps,
+                    "age_s": l.age_s, "samples": l.samples})
+            })
+            .collect();
+        let j = serde_json::json!({
+            "hops": p.route.hops,
+            "relays": p.route.relays(),
+            "predicted_bps": p.route.predicted_bps,
+            "direct_bps": p.route.direct_bps,
+            "gain": p.route.gain,
+            "reason": reason(&p.route),
+            "source": haul_overlay::redact(&p.src),
+            "destination": haul_overlay::redact(&p.dst),
+            "legs": legs,
+            "notes": p.gathered.notes,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&j)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let via = if p.route.relays().is_empty() {
+        "direct".to_string()
+    } else {
+        format!("via {}", p.route.relays().join(", "))
+    };
+    writeln!(out, "route: {} ({via})", p.route.hops.join(" -> "))?;
+    writeln!(out, "why:   {}", reason(&p.route))?;
+    writeln!(
+        out,
+        "predicted {}; direct {}",
+        mbit(p.route.predicted_bps),
+        p.route.direct_bps.map_or("unknown".into(), mbit)
+    )?;
+    for l in &p.route.legs {
+        writeln!(
+            out,
+            "  leg {} -> {}: {} ({} samples, newest {:.0} s old)",
+            l.from,
+            l.to,
+            mbit(l.bps),
+            l.samples,
+            l.age_s
+        )?;
+    }
+    writeln!(
+        out,
+        "use:   haul cp {} {}",
+        haul_overlay::redact(&p.src),
+        haul_overlay::redact(&p.dst)
+    )?;
+    for n in &p.gathered.notes {
+        writeln!(out, "note:  {n}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

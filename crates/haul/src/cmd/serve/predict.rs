@@ -1,0 +1,108 @@
+//! What `haul serve` shares with `SITE BTC`: for every peer it has served lately, a throughput
+//! prediction from its own history (`kind = serve`), made by haul-tune's NWS-style selector
+//! (002 §2.3). Entries expire: only measurements younger than [`MAX_AGE`] count. Each answer
+//! reads the store afresh, at most once per [`REFRESH`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use haul_server::journal::{Direction, PeerPrediction, Predictions};
+use haul_store::{Filter, Outcome, Store};
+use haul_tune::predict::{Measurement, Selector};
+
+/// Measurements older than this are not shared.
+pub const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Answers are recomputed at most this often.
+const REFRESH: Duration = Duration::from_secs(10);
+
+/// Transfers smaller than this say more about set-up than throughput and are left out.
+const MIN_BYTES: u64 = 1 << 20;
+
+/// Measurements per peer and direction, at most.
+const PER_PAIR: usize = 50;
+
+/// Predictions from a server's history.
+#[derive(Debug)]
+pub struct HistoryPredictions {
+    path: PathBuf,
+    cache: Mutex<Option<(Instant, Vec<PeerPrediction>)>>,
+}
+
+impl HistoryPredictions {
+    /// Predictions from the history at `path`.
+    pub fn new(path: PathBuf) -> HistoryPredictions {
+        HistoryPredictions {
+            path,
+            cache: Mutex::new(None),
+        }
+    }
+
+    fn compute(&self) -> anyhow::Result<Vec<PeerPrediction>> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let store = Store::open(&self.path)?;
+        let rows = store.list(&Filter {
+            kind: Some("serve".into()),
+            outcome: Some(Outcome::Ok),
+            since: Some(now - MAX_AGE.as_secs_f64()),
+            ..Filter::default()
+        })?;
+        let mut pairs: BTreeMap<(String, bool), Vec<Measurement>> = BTreeMap::new();
+        for r in rows
+            .iter()
+            .filter(|r| r.bytes >= MIN_BYTES && r.duration_s > 0.0)
+        {
+            // Which end is the peer: the client's address has no port.
+            let (peer, sent) = if r.destination_host.parse::<std::net::IpAddr>().is_ok() {
+                (r.destination_host.clone(), true)
+            } else {
+                (r.source_host.clone(), false)
+            };
+            let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
+            pairs.entry((peer, sent)).or_default().push(m);
+        }
+        let selector = Selector::default();
+        let mut out = Vec::new();
+        for ((peer, sent), mut ms) in pairs {
+            ms.sort_by(|a, b| a.at.total_cmp(&b.at));
+            let from = ms.len().saturating_sub(PER_PAIR);
+            let Some(p) = selector.predict(&ms[from..], now) else {
+                continue;
+            };
+            out.push(PeerPrediction {
+                peer,
+                direction: if sent {
+                    Direction::Sent
+                } else {
+                    Direction::Received
+                },
+                bps: p.bps,
+                predictor: p.predictor.to_string(),
+                age_s: p.age_s,
+                samples: p.samples,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl Predictions for HistoryPredictions {
+    fn current(&self) -> Vec<PeerPrediction> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, v)) = cache.as_ref() {
+            if at.elapsed() < REFRESH {
+                return v.clone();
+            }
+        }
+        let v = self.compute().unwrap_or_else(|e| {
+            tracing::warn!("SITE BTC: history unreadable: {e}");
+            Vec::new()
+        });
+        *cache = Some((Instant::now(), v.clone()));
+        v
+    }
+}

@@ -1,0 +1,148 @@
+//! `haul serve` records every transfer it serves in its history (`kind = serve`): the
+//! passive throughput measurements that predictions start from. A relay's record names the
+//! next hop.
+mod common;
+
+use std::fs;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::haul::*;
+
+/// The `serve` records of the history at `db`, waiting up to 10 s for `n` of them (the
+/// server writes them on a thread of its own, after its reply).
+fn served(db: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+            .args(["history", "--kind", "serve", "--json", "--history"])
+            .arg(db)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let rows = v.as_array().cloned().unwrap_or_default();
+        if rows.len() >= n || Instant::now() > deadline {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn served_transfers_are_recorded_with_both_ends_and_a_relays_next_hop() {
+    let (o, r, local) = (tempdir(), tempdir(), tempdir());
+    let (odb, rdb) = (
+        local.path().join("origin.sqlite"),
+        local.path().join("relay.sqlite"),
+    );
+    let hist = local.path().join("client.sqlite");
+    let data = random_bytes(3_000_000, 9);
+    fs::write(o.path().join("f.bin"), &data).unwrap();
+    let os = serve(
+        o.path(),
+        &[
+            "--anonymous",
+            "--anonymous-write",
+            "--history",
+            odb.to_str().unwrap(),
+        ],
+    );
+    let rs = serve(
+        r.path(),
+        &[
+            "--anonymous",
+            "--relay-allow",
+            "127.0.0.1",
+            "--relay-anonymous",
+            "--history",
+            rdb.to_str().unwrap(),
+        ],
+    );
+    let dst = local.path().join("f.bin");
+    let out = cp(
+        &[
+            "-p",
+            "3",
+            &format!("ftp://{}/f.bin", os.addr),
+            dst.to_str().unwrap(),
+        ],
+        &hist,
+    );
+    assert!(out.status.success());
+    let up = format!("ftp://{}/ftp://{}/up.bin", rs.addr, os.addr);
+    assert!(cp(&[dst.to_str().unwrap(), &up], &hist).status.success());
+
+    // The origin: the direct download (3 streams) and the relay's upload, each one file.
+    let rows = served(&odb, 2);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    let sent = rows
+        .iter()
+        .find(|r| r["source"] == "/f.bin")
+        .expect("the download is recorded");
+    assert_eq!(sent["bytes"], data.len() as u64);
+    assert_eq!(sent["outcome"], "ok");
+    assert_eq!(sent["source_host"], os.addr.as_str());
+    assert_eq!(sent["destination_host"], "127.0.0.1");
+    assert_eq!(sent["params"]["parallelism"], 3);
+    assert_eq!(sent["params"]["transport"], "tcp");
+    assert!(sent["duration_s"].as_f64().unwrap() > 0.0);
+    let received = rows
+        .iter()
+        .find(|r| r["destination"] == "/up.bin")
+        .expect("the relayed upload is recorded at the origin");
+    assert_eq!(received["bytes"], data.len() as u64);
+
+    // The relay: the upload it relayed, with its next hop, its end in memory.
+    let rows = served(&rdb, 1);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(rows[0]["bytes"], data.len() as u64);
+    assert_eq!(
+        rows[0]["params"]["extra"]["next_hop"],
+        format!("ftp://{}", os.addr)
+    );
+    assert_eq!(rows[0]["params"]["extra"]["memory"], true);
+}
+
+#[test]
+fn a_server_shares_its_predictions_with_site_btc() {
+    let (o, local) = (tempdir(), tempdir());
+    let db = local.path().join("origin.sqlite");
+    let hist = local.path().join("client.sqlite");
+    fs::write(o.path().join("f.bin"), random_bytes(2 << 20, 10)).unwrap();
+    let os = serve(
+        o.path(),
+        &["--anonymous", "--history", db.to_str().unwrap()],
+    );
+    let dst = local.path().join("f.bin");
+    for _ in 0..3 {
+        let out = cp(
+            &[&format!("ftp://{}/f.bin", os.addr), dst.to_str().unwrap()],
+            &hist,
+        );
+        assert!(out.status.success());
+    }
+    assert_eq!(served(&db, 3).len(), 3);
+    let mut c = RawControl::connect(&os.addr);
+    c.cmd("USER anonymous");
+    c.cmd("PASS x@");
+    let feat = c.cmd("FEAT");
+    assert!(feat.contains(" BTC"), "{feat}");
+    let btc = c.cmd("SITE BTC");
+    assert!(btc.starts_with("211"), "{btc}");
+    let line = btc
+        .lines()
+        .find(|l| l.contains("peer=127.0.0.1;dir=sent;"))
+        .unwrap_or_else(|| panic!("no prediction for the client: {btc}"));
+    let bps: f64 = line
+        .split(';')
+        .find_map(|kv| kv.strip_prefix("bps="))
+        .and_then(|v| v.parse().ok())
+        .expect("bps");
+    assert!(bps > 0.0, "{line}");
+    assert!(line.contains("samples=3;"), "{line}");
+    assert!(btc.contains("relay=no;"), "{btc}");
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
