@@ -101,10 +101,11 @@ impl NextHopSession {
             .ok_or_else(|| Reply::new(451, format!("Relay: the session to {name} was lost.")))
     }
 
-    fn params(&self, streams: u32) -> DataParams {
+    /// The next leg's data settings: the client's `OPTS RELAY` over the relay's configuration.
+    fn params(&self, streams: u32, asked: &haul_proto::nested::NextLeg) -> DataParams {
         DataParams {
             parallelism: streams.max(1),
-            tcp_buffer: self.leg.tcp_buffer,
+            tcp_buffer: asked.tcp_buffer.map(|b| b as usize).or(self.leg.tcp_buffer),
             block: haul_transport::DEFAULT_BLOCK,
         }
     }
@@ -177,8 +178,11 @@ impl Hop for NextHopSession {
         progress: &Progress,
         started: &(dyn Fn() + Sync),
     ) -> Result<(), Reply> {
-        let streams = if f.in_order { 1 } else { self.leg.parallelism };
-        let p = self.params(streams);
+        let streams = match f.in_order {
+            true => 1,
+            false => f.leg.parallelism.unwrap_or(self.leg.parallelism),
+        };
+        let p = self.params(streams, &f.leg);
         let fetch = Fetch {
             path: &f.path,
             eret: f.eret,
@@ -221,8 +225,8 @@ impl Hop for NextHopSession {
         pump: &Pump,
         started: &(dyn Fn() + Sync),
     ) -> Result<(), Reply> {
-        let streams = self.leg.parallelism;
-        let p = self.params(streams);
+        let streams = st.leg.parallelism.unwrap_or(self.leg.parallelism);
+        let p = self.params(streams, &st.leg);
         let progress = Progress::default();
         let send = |conns: &mut [haul_transport::Conn]| {
             pump.drain(conns, Framing::Extended { close: false }, &progress)

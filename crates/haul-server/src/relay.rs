@@ -39,6 +39,8 @@ pub struct FileFetch {
     /// The client's leg is MODE S, so the bytes must arrive in order: the next leg is MODE S
     /// too (one connection), which tells a next relay the same.
     pub in_order: bool,
+    /// The next leg's settings the client asked for (`OPTS RELAY`).
+    pub leg: haul_proto::nested::NextLeg,
 }
 
 /// One file a relay stores on its next hop.
@@ -48,6 +50,8 @@ pub struct FileStore {
     pub path: String,
     /// What the next hop already holds (`REST`).
     pub restart: Option<Restart>,
+    /// The next leg's settings the client asked for (`OPTS RELAY`).
+    pub leg: haul_proto::nested::NextLeg,
 }
 
 /// The next hop of a relay session: a logged-in GridFTP client session, kept for the

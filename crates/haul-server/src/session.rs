@@ -92,6 +92,8 @@ pub struct Session<'a> {
     pub(crate) hop: Option<Box<dyn crate::relay::Hop>>,
     /// What the running transfer moved, for its record.
     pub(crate) meter: data::Meter,
+    /// The next leg's settings the client asked for (`OPTS RELAY`), relays only.
+    pub(crate) next_leg: haul_proto::nested::NextLeg,
 }
 
 /// Failed logins per client address, for the back-off: (count, time of the last).
@@ -152,6 +154,7 @@ impl<'a> Session<'a> {
             user_name: String::new(),
             hop: None,
             meter: Default::default(),
+            next_leg: Default::default(),
         })
     }
 

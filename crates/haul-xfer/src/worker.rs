@@ -33,6 +33,9 @@ fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
     if let Some(stack) = ctx.opts().transport.net_stack() {
         s.set_net_stack(stack)?;
     }
+    if let Some(leg) = ctx.opts().relay_leg {
+        s.set_relay_leg(&leg)?;
+    }
     Ok(s)
 }
 

@@ -71,13 +71,30 @@ fn served_transfers_are_recorded_with_both_ends_and_a_relays_next_hop() {
     assert!(out.status.success());
     let up = format!("ftp://{}/ftp://{}/up.bin", rs.addr, os.addr);
     assert!(cp(&[dst.to_str().unwrap(), &up], &hist).status.success());
+    // A download through the relay whose next leg the client sets to 5 streams (OPTS RELAY).
+    let via = format!("ftp://{}/ftp://{}/f.bin", rs.addr, os.addr);
+    let dst2 = local.path().join("g.bin");
+    let out = cp(
+        &["--relay-streams", "5", &via, dst2.to_str().unwrap()],
+        &hist,
+    );
+    assert!(out.status.success());
 
-    // The origin: the direct download (3 streams) and the relay's upload, each one file.
-    let rows = served(&odb, 2);
-    assert_eq!(rows.len(), 2, "{rows:#?}");
+    // The origin: the direct download (3 streams), the relay's upload and the relay's
+    // download on 5 streams, each one file.
+    let rows = served(&odb, 3);
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    let relayed = rows
+        .iter()
+        .filter(|r| r["source"] == "/f.bin")
+        .find(|r| r["params"]["parallelism"] == 5);
+    assert!(
+        relayed.is_some(),
+        "the relay's next leg used 5 streams: {rows:#?}"
+    );
     let sent = rows
         .iter()
-        .find(|r| r["source"] == "/f.bin")
+        .find(|r| r["source"] == "/f.bin" && r["params"]["parallelism"] == 3)
         .expect("the download is recorded");
     assert_eq!(sent["bytes"], data.len() as u64);
     assert_eq!(sent["outcome"], "ok");
@@ -92,8 +109,13 @@ fn served_transfers_are_recorded_with_both_ends_and_a_relays_next_hop() {
         .expect("the relayed upload is recorded at the origin");
     assert_eq!(received["bytes"], data.len() as u64);
 
-    // The relay: the upload it relayed, with its next hop, its end in memory.
-    let rows = served(&rdb, 1);
+    // The relay: the upload it relayed (and the download), with its next hop, in memory.
+    let rows = served(&rdb, 2);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|r| r["destination"] == "/ftp://".to_string() + &os.addr + "/up.bin")
+        .collect();
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0]["bytes"], data.len() as u64);
     assert_eq!(
@@ -141,6 +163,9 @@ fn a_server_shares_its_predictions_with_site_btc() {
     assert!(bps > 0.0, "{line}");
     assert!(line.contains("samples=3;"), "{line}");
     assert!(btc.contains("relay=no;"), "{btc}");
+    // OPTS RELAY on a server that does not relay is refused.
+    let r = c.cmd("OPTS RELAY Parallelism=4;");
+    assert!(r.starts_with("501") && r.contains("does not relay"), "{r}");
 }
 
 fn tempdir() -> tempfile::TempDir {

@@ -161,6 +161,7 @@ impl Session<'_> {
             },
             "UTF8" => self.ctl.reply(200, "UTF8 mode is always on."),
             "HAUL" => self.plut_opts(options),
+            "RELAY" => self.relay_opts(options),
             _ => self
                 .ctl
                 .reply(501, format!("OPTS {command} not understood.")),

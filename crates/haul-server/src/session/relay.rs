@@ -99,6 +99,7 @@ impl Session<'_> {
                     eret: *range,
                     restart: t.restart.clone(),
                     in_order: self.mode() == TransferMode::Stream,
+                    leg: self.next_leg,
                 };
                 self.relay_send(&f)?;
             }
@@ -109,6 +110,7 @@ impl Session<'_> {
                 let s = FileStore {
                     path: inner,
                     restart: t.restart.clone(),
+                    leg: self.next_leg,
                 };
                 self.relay_receive(&s)?;
             }
@@ -121,6 +123,31 @@ impl Session<'_> {
             TransferOp::List { kind, .. } => self.relay_listing(&inner, *kind)?,
         }
         Ok(true)
+    }
+
+    /// `OPTS RELAY Parallelism=N;TcpBuffer=B;`: the next leg's streams and socket buffers for
+    /// this session's relayed transfers (haul extension), within the server's limits.
+    pub(super) fn relay_opts(&mut self, options: &str) -> io::Result<()> {
+        if self.shared.cfg.relay.is_none() {
+            return self
+                .ctl
+                .reply(501, "OPTS RELAY: this server does not relay.");
+        }
+        match haul_proto::nested::NextLeg::parse(options) {
+            Ok(leg) => {
+                let max = self.shared.cfg.max_parallelism as u32;
+                if leg.parallelism.is_some_and(|p| p > max) {
+                    return self.ctl.reply(
+                        501,
+                        format!("OPTS RELAY: over this server's limit of {max} streams."),
+                    );
+                }
+                self.next_leg = leg;
+                self.ctl
+                    .reply(200, format!("OPTS RELAY: next leg {}", leg.format()))
+            }
+            Err(e) => self.ctl.reply(501, format!("OPTS RELAY: {e}.")),
+        }
     }
 
     /// `SITE RELAY FEAT <nested path>`: the FEAT reply of the server at the end of the chain,

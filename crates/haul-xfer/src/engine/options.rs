@@ -77,6 +77,8 @@ pub struct Options {
     /// on one channel (None: files move whole). Downloads over TCP without `resume` only;
     /// other transfers ignore it.
     pub piece: Option<u64>,
+    /// Through relays: the next leg's settings to ask the first relay for (`OPTS RELAY`).
+    pub relay_leg: Option<haul_proto::nested::NextLeg>,
 }
 
 impl Default for Options {
@@ -100,6 +102,7 @@ impl Default for Options {
             plut_rate: None,
             clustering: None,
             piece: None,
+            relay_leg: None,
         }
     }
 }

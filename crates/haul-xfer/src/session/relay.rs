@@ -244,6 +244,25 @@ impl Session {
         Ok(())
     }
 
+    /// Asks a relay for the next leg's settings (`OPTS RELAY`) when this session's path is a
+    /// nested URL; a server that does not relay cannot, and the error says so.
+    pub fn set_relay_leg(&mut self, leg: &haul_proto::nested::NextLeg) -> Result<(), XferError> {
+        if !haul_proto::nested::is_nested(&self.url.path) {
+            return Ok(());
+        }
+        if !self.ctl.features.relay {
+            return Err(XferError::Usage(format!(
+                "{} does not relay (no RELAY in FEAT): --relay-streams needs a haul relay",
+                self.ctl.name
+            )));
+        }
+        self.ctl.ok(&Command::Opts {
+            command: "RELAY".into(),
+            options: leg.format(),
+        })?;
+        Ok(())
+    }
+
     /// The server's shared throughput predictions (`SITE BTC`), or None when it offers none.
     pub fn btc(&mut self) -> Result<Option<haul_proto::btc::Shared>, XferError> {
         if !self.ctl.features.btc {

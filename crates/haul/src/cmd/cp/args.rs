@@ -152,6 +152,12 @@ pub struct Args {
     pub route: String,
     #[command(flatten)]
     pub route_choice: crate::cmd::route::RouteArgs,
+    /// Through relays: TCP streams on the relay's next leg (OPTS RELAY), 1 to 64.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub relay_streams: Option<u32>,
+    /// Through relays: socket buffer size of the relay's next leg, e.g. 16M.
+    #[arg(long, value_parser = parse_bytes)]
+    pub relay_tcp_buffer: Option<u64>,
 }
 
 /// `--clusters`: a policy, or off.

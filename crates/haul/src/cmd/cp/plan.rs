@@ -58,6 +58,12 @@ pub(super) fn options(args: &Args, tls: Option<ClientTls>) -> anyhow::Result<Opt
         plut_rate: args.plut_rate,
         clustering: None,
         piece: None,
+        relay_leg: (args.relay_streams.is_some() || args.relay_tcp_buffer.is_some()).then_some(
+            haul_proto::nested::NextLeg {
+                parallelism: args.relay_streams,
+                tcp_buffer: args.relay_tcp_buffer,
+            },
+        ),
     })
 }
 
