@@ -172,6 +172,43 @@ fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
     assert_eq!(j["verified_files"], 1);
     assert!(std::fs::read(&dst).unwrap() == data);
 
+    // The relay's overhead is learned from copies sent through it: three that achieved a
+    // twentieth of their prediction make it a poor relay, and the route goes direct.
+    let mut store = Store::open(&hist).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for k in 0..3 {
+        let bytes = 16u64 << 20;
+        store
+            .insert(&TransferRecord {
+                id: None,
+                kind: "cp".into(),
+                started_at: now - 300.0 * (k + 1) as f64,
+                duration_s: bytes as f64 * 8.0 / 7.5e6,
+                source: format!("ftp://{raddr}/ftp://{oaddr}/f.bin"),
+                destination: "/tmp/x".into(),
+                source_host: raddr.clone(),
+                destination_host: "local".into(),
+                params: Params {
+                    extra: serde_json::json!({"route": {"relays": [raddr], "predicted_bps": 150e6}}),
+                    ..Params::default()
+                },
+                files: 1,
+                bytes,
+                outcome: Outcome::Ok,
+                error: None,
+                samples: Vec::new(),
+            })
+            .unwrap();
+    }
+    drop(store);
+    let j = route(&[]);
+    let d = j["discounts"][&raddr].as_f64().unwrap();
+    assert!((d - 0.05).abs() < 1e-9, "learned discount {d}: {j:#}");
+    assert_eq!(j["hops"], serde_json::json!([oaddr, "local"]), "{j:#}");
+
     // An explicit route through the relay works without predictions.
     let dst2 = local.path().join("g.bin");
     let out = cp(

@@ -24,6 +24,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     )?;
     if let Some(r) = &chosen {
         tracing::info!(hops = ?r.hops, predicted_bps = r.predicted_bps, "route chosen");
+        if !r.relays().is_empty() {
+            args.chosen = Some((r.relays().to_vec(), r.predicted_bps));
+        }
     }
     (args.src, args.dst) = (src, dst);
     let src = Endpoint::parse(&args.src)?;

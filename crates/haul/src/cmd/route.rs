@@ -60,6 +60,8 @@ pub struct Planned {
     pub dst: String,
     /// What the servers said, and what could not be asked.
     pub gathered: Gathered,
+    /// Each candidate relay's learned overhead factor.
+    pub discounts: BTreeMap<HostId, f64>,
 }
 
 /// A host id for an endpoint: `host:port` of a URL, or [`LOCAL`].
@@ -94,20 +96,53 @@ fn hop_of(u: &RemoteUrl) -> String {
     format!("{scheme}://{cred}{}", u.host_port())
 }
 
-/// The legs the client's own history knows: its direct (not relayed) copies of at least
-/// 1 MiB, per ordered pair of hosts, predicted by the selector.
-fn local_legs(history: &Option<PathBuf>) -> Vec<Leg> {
+/// The client's successful copies of at least 1 MiB.
+fn copies(history: &Option<PathBuf>) -> Vec<haul_store::TransferRecord> {
     let path = history.clone().unwrap_or_else(Store::default_path);
     let Ok(store) = Store::open(&path) else {
         return Vec::new();
     };
-    let rows = store
+    store
         .list(&Filter {
             kind: Some("cp".into()),
             outcome: Some(Outcome::Ok),
             ..Filter::default()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.bytes >= 1 << 20 && r.duration_s > 0.0)
+        .collect()
+}
+
+/// Each relay's overhead factor, learned from the client's copies that `--route auto` sent
+/// through it alone: the route's prediction against what the copy achieved
+/// (`learn_discount`; 1 for a relay with no such copies).
+fn discounts(rows: &[haul_store::TransferRecord], relays: &[RemoteUrl]) -> Vec<Candidate> {
+    relays
+        .iter()
+        .map(|u| {
+            let id = u.host_port();
+            let pairs: Vec<(f64, f64)> = rows
+                .iter()
+                .filter_map(|r| {
+                    let route = r.params.extra.get("route")?;
+                    let via = route.get("relays")?.as_array()?;
+                    let predicted = route.get("predicted_bps")?.as_f64()?;
+                    (via.len() == 1 && via[0].as_str() == Some(id.as_str()))
+                        .then(|| (predicted, r.mean_bps()))
+                })
+                .collect();
+            Candidate {
+                host: id,
+                discount: haul_overlay::route::learn_discount(&pairs),
+            }
+        })
+        .collect()
+}
+
+/// The legs the client's own history knows: its direct (not relayed) copies, per ordered pair
+/// of hosts, predicted by the selector.
+fn local_legs(rows: &[haul_store::TransferRecord]) -> Vec<Leg> {
     let mut pairs: BTreeMap<(String, String), Vec<Measurement>> = BTreeMap::new();
     for r in rows
         .iter()
@@ -174,15 +209,10 @@ pub fn plan(
         }
     }
     servers.extend(relays.iter().map(|u| (u.host_port(), u.clone())));
-    let gathered = gather(&servers, &local_legs(history), tls.as_ref());
+    let rows = copies(history);
+    let gathered = gather(&servers, &local_legs(&rows), tls.as_ref());
     let graph = Graph::new(gathered.legs.clone())?;
-    let candidates: Vec<Candidate> = relays
-        .iter()
-        .map(|u| Candidate {
-            host: u.host_port(),
-            discount: 1.0,
-        })
-        .collect();
+    let candidates = discounts(&rows, &relays);
     let params = RouteParams {
         max_relays: a.max_relays,
         threshold: a.threshold,
@@ -200,6 +230,10 @@ pub fn plan(
         src: src_out,
         dst: dst_out,
         gathered,
+        discounts: candidates
+            .iter()
+            .map(|c| (c.host.clone(), c.discount))
+            .collect(),
     })
 }
 
@@ -288,6 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let j = serde_json::json!({
             "hops": p.route.hops,
+            "discounts": p.discounts,
             "relays": p.route.relays(),
             "predicted_bps": p.route.predicted_bps,
             "direct_bps": p.route.direct_bps,

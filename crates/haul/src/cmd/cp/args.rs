@@ -158,6 +158,10 @@ pub struct Args {
     /// Through relays: socket buffer size of the relay's next leg, e.g. 16M.
     #[arg(long, value_parser = parse_bytes)]
     pub relay_tcp_buffer: Option<u64>,
+    /// The relays `--route auto` chose and the route's prediction (bits/s), for the history:
+    /// predicted against achieved is how each relay's overhead is learned.
+    #[arg(skip)]
+    pub chosen: Option<(Vec<String>, f64)>,
 }
 
 /// `--clusters`: a policy, or off.

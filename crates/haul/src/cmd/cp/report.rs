@@ -129,6 +129,22 @@ fn extra(tuning: &[autotune::TuneStep], clusters: &[haul_xfer::ClusterInfo]) -> 
     }
 }
 
+/// `extra` with the route `--route auto` chose (its relays and prediction), when it chose one.
+fn with_route(extra: serde_json::Value, args: &Args) -> serde_json::Value {
+    let Some((relays, predicted)) = &args.chosen else {
+        return extra;
+    };
+    let mut m = match extra {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    m.insert(
+        "route".into(),
+        serde_json::json!({"relays": relays, "predicted_bps": predicted}),
+    );
+    serde_json::Value::Object(m)
+}
+
 /// Records the transfer, finished or failed, in the history store; a store that cannot be
 /// opened or written is a warning, not an error.
 pub(super) fn record(
@@ -190,9 +206,12 @@ pub(super) fn record(
             block_size: Some(opts.block as u64),
             checksum: result.as_ref().ok().and_then(|s| s.checksum.clone()),
             transport: Some(transport_name(opts.transport).into()),
-            extra: extra(
-                tuning,
-                result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default(),
+            extra: with_route(
+                extra(
+                    tuning,
+                    result.as_ref().map(|s| &s.clusters[..]).unwrap_or_default(),
+                ),
+                args,
             ),
         },
         files,
