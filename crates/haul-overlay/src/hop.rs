@@ -17,16 +17,10 @@ use haul_xfer::{RemoteUrl, XferError};
 use crate::redact;
 use crate::relay::{LegParams, Slot};
 
-/// `ftp://host:port` or `haul://host:port`: how logs and replies name a next hop.
-pub(crate) fn hop_name(url: &RemoteUrl) -> String {
-    let scheme = if url.tls { "haul" } else { "ftp" };
-    format!("{scheme}://{}", url.host_port())
-}
-
 /// What makes two next hops the same session: scheme, user, host and port.
 pub(crate) fn hop_key(url: &RemoteUrl) -> String {
     let user = url.user.as_deref().unwrap_or("anonymous");
-    format!("{} as {user}", hop_name(url))
+    format!("{} as {user}", url.server(false))
 }
 
 /// The ranges a client's `REST` says it holds.

@@ -17,7 +17,7 @@ use haul_xfer::tls::ClientTls;
 use haul_xfer::PasvAddress;
 
 use crate::allow::AllowList;
-use crate::hop::{hop_key, hop_name, NextHopSession};
+use crate::hop::{hop_key, NextHopSession};
 use crate::nested::{nested, NextHop};
 
 /// The data-channel settings of a relay's next leg.
@@ -251,7 +251,7 @@ impl Relay {
 
     /// Connects and logs in to `hop` for `user`, where the allow-list lets it.
     fn connect(&self, user: &RelayUser, hop: &NextHop) -> Result<NextHopSession, Reply> {
-        let name = hop_name(&hop.url);
+        let name = hop.url.server(false);
         let addrs: Vec<_> = (hop.url.host.as_str(), hop.url.port)
             .to_socket_addrs()
             .map(Iterator::collect)

@@ -65,6 +65,20 @@ fn pct_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Percent-encodes all but RFC 3986's unreserved characters, so a user or password survives
+/// being written into a URL (and a nested one) and read back by [`Endpoint::parse`].
+fn pct_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 impl Endpoint {
     /// Parses a command-line endpoint.
     pub fn parse(s: &str) -> Result<Endpoint, UrlError> {
@@ -149,14 +163,26 @@ impl RemoteUrl {
         }
     }
 
+    /// `scheme://host:port`: the server, as logs and route reports name it; with
+    /// `credentials`, `scheme://user[:pass]@host:port` (percent-encoded), for nesting this
+    /// server into another URL (relays, docs/relay.md).
+    pub fn server(&self, credentials: bool) -> String {
+        let scheme = if self.tls { "haul" } else { "ftp" };
+        let cred = match (credentials, &self.user, &self.pass) {
+            (true, Some(u), Some(p)) => format!("{}:{}@", pct_encode(u), pct_encode(p)),
+            (true, Some(u), None) => format!("{}@", pct_encode(u)),
+            _ => String::new(),
+        };
+        format!("{scheme}://{cred}{}", self.host_port())
+    }
+
     /// The servers a transfer of this URL passes: this one, then, while the path is a nested
     /// URL (relays, docs/relay.md), each next hop, as `scheme://host:port`.
     pub fn route(&self) -> Vec<String> {
         let mut hops = Vec::new();
         let mut at = Some(self.clone());
         while let Some(u) = at.take() {
-            let scheme = if u.tls { "haul" } else { "ftp" };
-            hops.push(format!("{scheme}://{}", u.host_port()));
+            hops.push(u.server(false));
             if hops.len() > 16 || !haul_proto::nested::is_nested(&u.path) {
                 break;
             }
@@ -215,6 +241,26 @@ mod route_tests {
             panic!("parse")
         };
         assert_eq!(d.route(), ["ftp://h:2811"]);
+    }
+
+    #[test]
+    fn credentials_written_into_a_server_url_read_back() {
+        let Ok(Endpoint::Remote(u)) = Endpoint::parse("haul://a%3Ab:p%2F%40%3A%25w@h:7/x") else {
+            panic!("parse")
+        };
+        assert_eq!(
+            (u.user.as_deref(), u.pass.as_deref()),
+            (Some("a:b"), Some("p/@:%w"))
+        );
+        assert_eq!(u.server(false), "haul://h:7");
+        let back = format!("{}/y", u.server(true));
+        let Ok(Endpoint::Remote(v)) = Endpoint::parse(&back) else {
+            panic!("parse {back}")
+        };
+        assert_eq!(
+            (v.user, v.pass, v.host, v.port),
+            (u.user, u.pass, u.host, u.port)
+        );
     }
 }
 

@@ -166,6 +166,18 @@ fn a_server_shares_its_predictions_with_site_btc() {
     // OPTS RELAY on a server that does not relay is refused.
     let r = c.cmd("OPTS RELAY Parallelism=4;");
     assert!(r.starts_with("501") && r.contains("does not relay"), "{r}");
+
+    // The server's end is recorded as memory for its virtual /dev/zero, as disk for a file.
+    let zero = format!("ftp://{}/dev/zero", os.addr);
+    assert!(cp(&["--len", "2M", &zero, "/dev/null"], &hist)
+        .status
+        .success());
+    let rows = served(&db, 4);
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    for r in &rows {
+        let memory = r["source"] == "/dev/zero";
+        assert_eq!(r["params"]["extra"]["memory"], memory, "{r:#}");
+    }
 }
 
 fn tempdir() -> tempfile::TempDir {

@@ -13,6 +13,7 @@ use haul_transport::net::DataListener;
 use super::Session;
 use crate::datachan::Setup;
 use crate::journal::{Direction, ServedTransfer};
+use crate::vfs::Target;
 
 /// What the running transfer moved, for the journal.
 #[derive(Debug, Default)]
@@ -27,12 +28,6 @@ pub(crate) struct Meter {
     pub(crate) outcome: Option<Result<(), String>>,
     /// The next hop of a relayed transfer.
     pub(crate) next_hop: Option<String>,
-}
-
-/// Whether a path is one of the virtual devices (`/dev/zero`, `/dev/null`): memory, not disk.
-fn is_device(path: &str) -> bool {
-    let p = path.trim_end_matches('/');
-    p.ends_with("/dev/zero") || p.ends_with("/dev/null") || p == "dev/zero" || p == "dev/null"
 }
 
 impl Session<'_> {
@@ -77,15 +72,15 @@ impl Session<'_> {
     fn run_transfer(&mut self, t: Transfer) -> io::Result<()> {
         self.meter = Meter::default();
         let (started, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
-        let (direction, path, memory) = match &t.op {
-            TransferOp::Send { path, .. } => (Direction::Sent, path.clone(), is_device(path)),
-            TransferOp::Receive { path, .. } => {
-                (Direction::Received, path.clone(), is_device(path))
-            }
+        let (direction, path, listing) = match &t.op {
+            TransferOp::Send { path, .. } => (Direction::Sent, path.clone(), false),
+            TransferOp::Receive { path, .. } => (Direction::Received, path.clone(), false),
             TransferOp::List { path, .. } => {
                 (Direction::Sent, path.clone().unwrap_or_default(), true)
             }
         };
+        // The virtual devices (`/dev/zero`, `/dev/null`) and listings are memory, not disk.
+        let memory = listing || !matches!(self.resolve(&path), Target::Path(_));
         if self.relay_transfer(&t)? {
             self.meter.next_hop = self.hop.as_ref().map(|h| h.name());
         } else {

@@ -111,6 +111,24 @@ impl Selector {
             .collect()
     }
 
+    /// A prediction per group of measurements (a host pair, say), each group in any order:
+    /// sorted by time, only its newest `keep` used. Groups nobody can predict are left out.
+    pub fn predict_each<K>(
+        &self,
+        groups: impl IntoIterator<Item = (K, Vec<Measurement>)>,
+        keep: usize,
+        now: f64,
+    ) -> Vec<(K, Prediction)> {
+        groups
+            .into_iter()
+            .filter_map(|(k, mut ms)| {
+                ms.sort_by(|a, b| a.at.total_cmp(&b.at));
+                let from = ms.len().saturating_sub(keep);
+                self.predict(&ms[from..], now).map(|p| (k, p))
+            })
+            .collect()
+    }
+
     /// The winning candidate's prediction for `now`, carrying its recent error; `None` when no
     /// candidate can predict (no valid sample, or `now` not finite). Candidates without a score
     /// yet (fewer than two samples) lose to any scored one; among them the first wins.

@@ -85,17 +85,6 @@ fn relay_url(s: &str) -> anyhow::Result<RemoteUrl> {
     }
 }
 
-/// `scheme://[user[:pass]@]host:port` of a server.
-fn hop_of(u: &RemoteUrl) -> String {
-    let scheme = if u.tls { "haul" } else { "ftp" };
-    let cred = match (&u.user, &u.pass) {
-        (Some(user), Some(p)) => format!("{user}:{p}@"),
-        (Some(user), None) => format!("{user}@"),
-        _ => String::new(),
-    };
-    format!("{scheme}://{cred}{}", u.host_port())
-}
-
 /// The client's successful copies of at least 1 MiB.
 fn copies(history: &Option<PathBuf>) -> Vec<haul_store::TransferRecord> {
     let path = history.clone().unwrap_or_else(Store::default_path);
@@ -143,41 +132,27 @@ fn discounts(rows: &[haul_store::TransferRecord], relays: &[RemoteUrl]) -> Vec<C
 /// The legs the client's own history knows: its direct (not relayed) copies, per ordered pair
 /// of hosts, predicted by the selector.
 fn local_legs(rows: &[haul_store::TransferRecord]) -> Vec<Leg> {
+    // The history names the client's own end `local`, as the route does (`LOCAL`).
     let mut pairs: BTreeMap<(String, String), Vec<Measurement>> = BTreeMap::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.bytes >= 1 << 20 && r.duration_s > 0.0)
-    {
+    for r in rows {
         if super::route(&r.source).len() > 1 || super::route(&r.destination).len() > 1 {
             continue;
         }
-        let end = |h: &str| {
-            if h == "local" {
-                LOCAL.to_string()
-            } else {
-                h.to_string()
-            }
-        };
         let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
         pairs
-            .entry((end(&r.source_host), end(&r.destination_host)))
+            .entry((r.source_host.clone(), r.destination_host.clone()))
             .or_default()
             .push(m);
     }
-    let now = super::now_unix();
-    let selector = Selector::default();
-    pairs
+    Selector::default()
+        .predict_each(pairs, usize::MAX, super::now_unix())
         .into_iter()
-        .filter_map(|((from, to), mut ms)| {
-            ms.sort_by(|a, b| a.at.total_cmp(&b.at));
-            let p = selector.predict(&ms, now)?;
-            Some(Leg {
-                from,
-                to,
-                bps: p.bps,
-                age_s: p.age_s,
-                samples: p.samples,
-            })
+        .map(|((from, to), p)| Leg {
+            from,
+            to,
+            bps: p.bps,
+            age_s: p.age_s,
+            samples: p.samples,
         })
         .collect()
 }
@@ -244,14 +219,14 @@ pub fn through(src: &str, dst: &str, relays: &[&RemoteUrl]) -> anyhow::Result<(S
     if relays.is_empty() {
         return Ok((src.to_string(), dst.to_string()));
     }
-    let mut chain: Vec<String> = relays.iter().map(|u| hop_of(u)).collect();
+    let mut chain: Vec<String> = relays.iter().map(|u| u.server(true)).collect();
     match (Endpoint::parse(src)?, Endpoint::parse(dst)?) {
         (Endpoint::Remote(u), _) => {
-            chain.push(hop_of(&u));
+            chain.push(u.server(true));
             Ok((nest_url(&chain, &u.path)?, dst.to_string()))
         }
         (Endpoint::Local(_), Endpoint::Remote(u)) => {
-            chain.push(hop_of(&u));
+            chain.push(u.server(true));
             Ok((src.to_string(), nest_url(&chain, &u.path)?))
         }
         _ => anyhow::bail!("a route needs a server at one end"),

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use haul_server::journal::{Direction, PeerPrediction, Predictions};
 use haul_store::{Filter, Outcome, Store};
@@ -41,9 +41,7 @@ impl HistoryPredictions {
     }
 
     fn compute(&self) -> anyhow::Result<Vec<PeerPrediction>> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let now = crate::cmd::now_unix();
         let store = Store::open(&self.path)?;
         let rows = store.list(&Filter {
             kind: Some("serve".into()),
@@ -65,15 +63,10 @@ impl HistoryPredictions {
             let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
             pairs.entry((peer, sent)).or_default().push(m);
         }
-        let selector = Selector::default();
-        let mut out = Vec::new();
-        for ((peer, sent), mut ms) in pairs {
-            ms.sort_by(|a, b| a.at.total_cmp(&b.at));
-            let from = ms.len().saturating_sub(PER_PAIR);
-            let Some(p) = selector.predict(&ms[from..], now) else {
-                continue;
-            };
-            out.push(PeerPrediction {
+        let out = Selector::default()
+            .predict_each(pairs, PER_PAIR, now)
+            .into_iter()
+            .map(|((peer, sent), p)| PeerPrediction {
                 peer,
                 direction: if sent {
                     Direction::Sent
@@ -84,8 +77,8 @@ impl HistoryPredictions {
                 predictor: p.predictor.to_string(),
                 age_s: p.age_s,
                 samples: p.samples,
-            });
-        }
+            })
+            .collect();
         Ok(out)
     }
 }
