@@ -10,6 +10,8 @@
 //! - [`rgms`]: the thesis's greedy baseline (best 𝒫/C per zone).
 //! - [`generate`]: the thesis's random instances; [`cost_cap`]: its two cap rules (Eq. 2.14).
 //! - [`brute_force`]: every path tried, for tests.
+//! - [`request`]: the user request r with its weights α; [`workflow`]: a request's module
+//!   database (routes and transports with their estimates) planned into a workflow.
 
 mod brute;
 mod cap;
@@ -18,7 +20,9 @@ mod dpms;
 mod error;
 mod generate;
 mod model;
+pub mod request;
 mod rgms;
+pub mod workflow;
 
 pub use brute::{brute_force, BRUTE_FORCE_LIMIT};
 pub use cap::{cost_cap, CapRule};

@@ -22,9 +22,34 @@ pub struct Progress {
     pub bytes: AtomicU64,
     /// Ranges the receiver has written (empty on the sending side).
     pub ranges: Mutex<RangeSet>,
+    /// Set by [`Progress::abort`]: every stream of the transfer stops at its next block.
+    pub stop: AtomicBool,
 }
 
+/// The error of a transfer stopped through [`Progress::abort`].
+pub const ABORTED: &str = "transfer stopped by its owner";
+
 impl Progress {
+    /// Stops the transfer: each stream returns an error ([`ABORTED`]) at its next block, and
+    /// what was received so far stays in the sink and in [`Progress::ranges`].
+    pub fn abort(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Progress::abort`] was called.
+    pub fn aborted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The error a stopped stream returns.
+    pub fn check(&self) -> io::Result<()> {
+        if self.aborted() {
+            Err(io::Error::other(ABORTED))
+        } else {
+            Ok(())
+        }
+    }
+
     /// Bytes moved so far.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -219,6 +244,7 @@ fn send_one(
             if abort.load(Ordering::Relaxed) {
                 return Err(io::Error::other("transfer aborted by another stream"));
             }
+            progress.check()?;
             read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
             buf[..HEADER_LEN].copy_from_slice(&Header::data(offset, n as u64).encode());
             let mut len = HEADER_LEN + n;
@@ -442,6 +468,7 @@ fn recv_blocks(
         if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
             return Ok(None);
         }
+        progress.check()?;
         let Some(raw) = first
             .take()
             .map_or_else(|| read_header(conn.as_mut()), |h| Ok(Some(h)))?

@@ -266,6 +266,7 @@ pub fn send(
     let mut stats = Stats::default();
     let mut tr = trace::SendTrace::new();
     while !sender.is_done() {
+        progress.check().map_err(io_err("sending DATA"))?;
         let now = clock.now();
         tr.tick(now, &sender, cfg.mds, stats.send_batches);
         if drain_acks(sock, &mut acks, &clock, &mut sender, now)? {
@@ -397,6 +398,7 @@ pub fn receive(
     let mut completed_at: Option<u64> = None;
     let mut tr = trace::RecvTrace::new();
     loop {
+        progress.check().map_err(io_err("receiving DATA"))?;
         let now = clock.now();
         tr.tick(now, &recv, cfg.payload());
         let n = inb.recv(sock).map_err(io_err("receiving DATA"))?;

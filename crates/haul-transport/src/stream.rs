@@ -23,6 +23,7 @@ pub fn send(
             Some(e) => ((e - at) as usize).min(buf.len()),
             None => buf.len(),
         };
+        progress.check()?;
         let n = src.read_at(&mut buf[..want], at)?;
         if n == 0 {
             if let Some(e) = end {
@@ -51,6 +52,7 @@ pub fn receive(
     let mut buf = vec![0u8; crate::DEFAULT_BLOCK];
     let mut at = offset;
     loop {
+        progress.check()?;
         let n = match conn.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,

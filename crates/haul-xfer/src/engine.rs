@@ -48,6 +48,8 @@ struct Shared {
     retransferred: AtomicU64,
     alg: Mutex<Option<Algorithm>>,
     stop: AtomicBool,
+    /// Set by [`Transfer::abort`]: files in flight stop at their next block.
+    aborted: AtomicBool,
     error: Mutex<Option<XferError>>,
     /// Every file planned and which arrived: success only when it balances.
     ledger: Mutex<Ledger>,
@@ -147,6 +149,7 @@ impl Transfer {
             retransferred: AtomicU64::new(0),
             alg: Mutex::new(None),
             stop: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
             error: Mutex::new(None),
             ledger: Mutex::new(ledger),
             inflight: Mutex::new(HashMap::new()),
@@ -219,6 +222,29 @@ impl Transfer {
     /// True once every worker has stopped.
     pub fn is_finished(&self) -> bool {
         self.handle.is_finished()
+    }
+
+    /// Stops the transfer because its owner says so (`why`): no further file starts, and every
+    /// file in flight stops at its next block. Downloads keep their partial files and ranges
+    /// journals, uploads their journals, so a later run with `resume` continues from what
+    /// arrived; [`Transfer::wait`] then returns [`XferError::Stopped`].
+    pub fn abort(&self, why: &str) {
+        self.shared.aborted.store(true, Ordering::Relaxed);
+        fail(&self.shared, XferError::Stopped(why.to_string()));
+        if let Ok(m) = self.shared.inflight.lock() {
+            for (p, _) in m.values() {
+                p.abort();
+            }
+        }
+    }
+
+    /// The destinations of the files that have not arrived (yet), each as often as owed.
+    pub fn missing(&self) -> Vec<String> {
+        self.shared
+            .ledger
+            .lock()
+            .map(|l| l.missing())
+            .unwrap_or_default()
     }
 
     /// Waits for the end.
@@ -321,7 +347,11 @@ fn save_journals(shared: &Shared) {
 
 /// Fails the transfer with `e`, unless it already failed, and tells every session to stop.
 fn fail(shared: &Shared, e: XferError) {
-    tracing::warn!("transfer failed: {e}");
+    if shared.aborted.load(Ordering::Relaxed) {
+        tracing::info!("transfer stopping: {e}");
+    } else {
+        tracing::warn!("transfer failed: {e}");
+    }
     if let Ok(mut slot) = shared.error.lock() {
         slot.get_or_insert(e);
     }

@@ -137,6 +137,10 @@ pub enum XferError {
     /// Bad request by the user.
     #[error("{0}")]
     Usage(String),
+    /// The transfer's owner stopped it ([`crate::Transfer::abort`]); what arrived is kept
+    /// for `--resume`.
+    #[error("stopped: {0}")]
+    Stopped(String),
 }
 
 /// The message of [`XferError::NotMoved`].

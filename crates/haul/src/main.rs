@@ -14,6 +14,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Move data the best way haul knows: plan the route and transport, profile, tune, move,
+    /// verify and record (start here).
+    Send(cmd::send::Args),
+    /// Plan a transfer without moving anything: the chosen route and transport, why, and the
+    /// predicted time.
+    Plan(cmd::send::PlanArgs),
     /// Serve a directory tree over GridFTP (and haul's TLS dialect).
     Serve(cmd::serve::Args),
     /// Copy files or trees between local paths and GridFTP / haul servers.
@@ -34,6 +40,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     cmd::init_tracing();
     let result = match cli.command {
+        Command::Send(a) => cmd::send::run(a),
+        Command::Plan(a) => cmd::send::run_plan(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Cp(a) => cmd::cp::run(a),
         Command::Demo(a) => cmd::demo::run(a),

@@ -48,7 +48,19 @@ impl Sink for Shifted {
 }
 
 fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
-    match ctx.opts().max_rate {
+    #[allow(unused_mut)]
+    let mut rate = ctx.opts().max_rate;
+    // Tests slow TCP downloads alone (bytes per second) to make `haul send` re-plan.
+    #[cfg(feature = "failpoints")]
+    if ctx.opts().transport == Transport::Tcp {
+        let slow = fail::eval("xfer::tcp_sink_rate", |a| {
+            a.and_then(|a| a.parse::<u64>().ok())
+        });
+        if let Some(r) = slow.flatten() {
+            rate = Some(r);
+        }
+    }
+    match rate {
         Some(r) => Box::new(RateLimited::new(file, r)),
         None => Box::new(file),
     }

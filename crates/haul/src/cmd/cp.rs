@@ -10,10 +10,33 @@ use std::process::ExitCode;
 
 use haul_xfer::Endpoint;
 
-pub use args::Args;
+pub use args::{Args, Watchdog};
 
 /// Runs `haul cp`.
-pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let done = copy(args)?;
+    report::print(&done.args, &done.opts, &done.summary, &done.tuning)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A finished copy: what was asked (with the route's URLs), the options in effect, what moved
+/// and the live tuner's steps.
+pub struct Copied {
+    /// The arguments, with the source and destination the route chose.
+    pub args: Args,
+    /// The engine's options.
+    pub opts: haul_xfer::Options,
+    /// What moved.
+    pub summary: haul_xfer::Summary,
+    /// The live tuner's steps (empty without `--tune`).
+    pub tuning: Vec<haul_xfer::autotune::TuneStep>,
+    /// Set when the watchdog stopped the copy: the summary is then what had moved by then.
+    pub stopped: Option<watch::Stopped>,
+}
+
+/// Copies, verifies and records in the history, printing nothing but the progress bar:
+/// `haul cp` without its summary, for `haul send`.
+pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
     let (src, dst, chosen) = crate::cmd::route::for_cp(
         &args.src,
         &args.dst,
@@ -37,12 +60,58 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let started_at = report::now_unix();
     let tune = args.tune.then(|| watch::tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
-    let result = haul_xfer::plan::plan(&src, &dst, &plan::plan_options(&args, &opts))
-        .and_then(|(route, jobs)| watch::transfer(&args, &opts, route, jobs, tune, &mut tuning));
-    report::record(&args, &src, &dst, &opts, started_at, &result, &tuning);
+    let mut stopped = None;
+    let result = haul_xfer::plan::plan(&src, &dst, &plan::plan_options(&args, &opts)).and_then(
+        |(route, mut jobs)| {
+            if let Some(only) = &args.only {
+                jobs.retain(|j| only.contains(&j.dst));
+            }
+            watch::transfer(
+                &mut args,
+                &opts,
+                route,
+                jobs,
+                tune,
+                &mut tuning,
+                &mut stopped,
+            )
+        },
+    );
+    report::record(
+        &args,
+        &src,
+        &dst,
+        &opts,
+        started_at,
+        (&result, &stopped),
+        &tuning,
+    );
     let summary = result?;
-    report::print(&args, &opts, &summary, &tuning)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Copied {
+        args,
+        opts,
+        summary,
+        tuning,
+        stopped,
+    })
+}
+
+/// `haul cp` arguments from words, as on its command line after `haul cp` (for `haul send`,
+/// which runs copies with the settings it chose).
+pub fn args_from<I, T>(words: I) -> anyhow::Result<Args>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Cp {
+        #[command(flatten)]
+        args: Args,
+    }
+    let words = std::iter::once(std::ffi::OsString::from("haul-cp"))
+        .chain(words.into_iter().map(Into::into));
+    Ok(Cp::try_parse_from(words)?.args)
 }
 
 #[cfg(test)]

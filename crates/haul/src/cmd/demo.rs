@@ -1,7 +1,8 @@
 //! `haul demo`: haul's main job on an embedded default. It starts a haul server on loopback in
-//! this process, generates a sample dataset of mixed file sizes, downloads it with parallel
-//! streams, concurrency and pipelining, verifies every file end to end, records the transfer in
-//! the history store, and prints a summary.
+//! this process, generates a sample dataset of mixed file sizes, and runs `haul send` on it: the
+//! plan (route and transport from what the server offers and the history knows), the probes,
+//! the transfer with the tuned settings and the live concurrency search, verification of every
+//! file end to end, the record in the history store, and the report.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -102,30 +103,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let server = Server::spawn(cfg).context("starting the in-process haul server")?;
     let url = format!("ftp://{}/", server.addr());
     if !args.json {
-        println!("haul demo: server on {url}; copying {files} files ({}) with 4 streams, concurrency 4, pipelining 16", human_bytes(bytes));
+        println!("haul demo: server on {url}; haul send plans, profiles, moves, verifies and records {files} files ({})", human_bytes(bytes));
     }
-    let mut cp = vec![
-        "-r".to_string(),
-        "-p".into(),
-        "4".into(),
-        "-c".into(),
-        "4".into(),
-        "--pipeline".into(),
-        "16".into(),
+    // A budget, so that even this small dataset shows the probes and FastProf.
+    let mut words = vec![
         url,
         dst.display().to_string(),
+        "--profile-budget".into(),
+        "3s".into(),
     ];
     if let Some(h) = &args.history {
-        cp.push("--history".into());
-        cp.push(h.display().to_string());
+        words.push("--history".into());
+        words.push(h.display().to_string());
     }
     if args.json {
-        cp.push("--json".into());
+        words.push("--json".into());
     }
-    let cp_args =
-        <CpOnly as clap::Parser>::try_parse_from(std::iter::once("haul".to_string()).chain(cp))?;
+    let send = <SendOnly as clap::Parser>::try_parse_from(
+        std::iter::once("haul".to_string()).chain(words),
+    )?;
     let started = std::time::Instant::now();
-    let code = super::cp::run(cp_args.cp)?;
+    let code = super::send::run(send.send)?;
     let secs = started.elapsed().as_secs_f64();
     server.shutdown();
     let same = trees_equal(&src, &dst)?;
@@ -148,9 +146,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(clap::Parser)]
-struct CpOnly {
+struct SendOnly {
     #[command(flatten)]
-    cp: super::cp::Args,
+    send: super::send::Args,
 }
 
 /// Compares two trees file by file.

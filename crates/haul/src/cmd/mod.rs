@@ -6,6 +6,7 @@ pub mod history;
 pub mod netem;
 pub mod profile;
 pub mod route;
+pub mod send;
 pub mod serve;
 
 use std::process::ExitCode;
@@ -26,6 +27,9 @@ pub mod exit {
     pub const PERMISSION: u8 = 6;
     /// Data did not verify, even after a re-transfer.
     pub const CHECKSUM: u8 = 7;
+    /// `haul plan` / `haul send`: the request cannot be met (deadline, rate, cost,
+    /// requirements); nothing moved.
+    pub const REFUSED: u8 = 8;
 }
 
 /// Parses a byte count: `65536`, `64K`, `4MiB`, `1G` (powers of 1024), `1GB` (of 1000); the

@@ -162,6 +162,31 @@ pub struct Args {
     /// predicted against achieved is how each relay's overhead is learned.
     #[arg(skip)]
     pub chosen: Option<(Vec<String>, f64)>,
+    /// The history kind this copy is recorded under (`cp` unless `haul send` says otherwise).
+    #[arg(skip)]
+    pub kind: Option<&'static str>,
+    /// What `haul send` adds to the record's `params.extra` (its plan, under `send`).
+    #[arg(skip)]
+    pub send: Option<serde_json::Value>,
+    /// `haul send`'s hand on the running copy: sees every throughput sample and may stop it.
+    #[arg(skip)]
+    pub watchdog: Option<Watchdog>,
+    /// Only the files with these destinations (`haul send` continuing a stopped copy).
+    #[arg(skip)]
+    pub only: Option<std::collections::HashSet<String>>,
+}
+
+/// Called with every throughput sample of a copy; `Some(why)` stops it
+/// ([`haul_xfer::Transfer::abort`]): what arrived is kept for `--resume`.
+pub struct Watchdog(pub Box<WatchFn>);
+
+/// What a [`Watchdog`] calls with each sample.
+pub type WatchFn = dyn FnMut(&haul_xfer::engine::Sample) -> Option<String>;
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watchdog")
+    }
 }
 
 /// `--clusters`: a policy, or off.

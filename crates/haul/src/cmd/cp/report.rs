@@ -129,19 +129,25 @@ fn extra(tuning: &[autotune::TuneStep], clusters: &[haul_xfer::ClusterInfo]) -> 
     }
 }
 
-/// `extra` with the route `--route auto` chose (its relays and prediction), when it chose one.
+/// `extra` with the route `--route auto` chose (its relays and prediction), when it chose one,
+/// and what `haul send` planned.
 fn with_route(extra: serde_json::Value, args: &Args) -> serde_json::Value {
-    let Some((relays, predicted)) = &args.chosen else {
+    if args.chosen.is_none() && args.send.is_none() {
         return extra;
-    };
+    }
     let mut m = match extra {
         serde_json::Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    m.insert(
-        "route".into(),
-        serde_json::json!({"relays": relays, "predicted_bps": predicted}),
-    );
+    if let Some((relays, predicted)) = &args.chosen {
+        m.insert(
+            "route".into(),
+            serde_json::json!({"relays": relays, "predicted_bps": predicted}),
+        );
+    }
+    if let Some(send) = &args.send {
+        m.insert("send".into(), send.clone());
+    }
     serde_json::Value::Object(m)
 }
 
@@ -153,7 +159,10 @@ pub(super) fn record(
     dst: &Endpoint,
     opts: &Options,
     started_at: f64,
-    result: &Result<Summary, haul_xfer::XferError>,
+    (result, stopped): (
+        &Result<Summary, haul_xfer::XferError>,
+        &Option<super::watch::Stopped>,
+    ),
     tuning: &[autotune::TuneStep],
 ) {
     let path = args.history.clone().unwrap_or_else(Store::default_path);
@@ -166,8 +175,12 @@ pub(super) fn record(
     };
     let (outcome, error, files, bytes, samples, duration) = match result {
         Ok(s) => (
-            Outcome::Ok,
-            None,
+            if stopped.is_some() {
+                Outcome::Interrupted
+            } else {
+                Outcome::Ok
+            },
+            stopped.as_ref().map(|s| format!("stopped: {}", s.why)),
             s.files,
             s.bytes,
             s.samples
@@ -191,7 +204,7 @@ pub(super) fn record(
     };
     let rec = TransferRecord {
         id: None,
-        kind: "cp".into(),
+        kind: args.kind.unwrap_or("cp").into(),
         started_at,
         duration_s: duration,
         source: src.to_string(),

@@ -14,19 +14,31 @@ use super::args::Args;
 use super::plan::piece_bytes;
 use super::report::host_of;
 
+/// Why a copy was stopped by its watchdog, and the files it still owed.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    /// The watchdog's reason.
+    pub why: String,
+    /// Destinations of the files that did not arrive.
+    pub missing: Vec<String>,
+}
+
 /// Starts the transfer of `jobs` and follows it to its end, with a progress bar on a terminal
-/// and the tuner driving it when `tune` is set; the tuner's steps are left in `tuning`.
+/// and the tuner driving it when `tune` is set; the tuner's steps are left in `tuning`. A
+/// watchdog that stops the copy makes the result what had moved by then, with `stopped` set.
 pub(super) fn transfer(
-    args: &Args,
+    args: &mut Args,
     opts: &Options,
     route: Route,
     jobs: Vec<Job>,
     tune: Option<(autotune::AutoTuneConfig, bool)>,
     tuning: &mut Vec<autotune::TuneStep>,
+    stopped: &mut Option<Stopped>,
 ) -> Result<Summary, XferError> {
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let files = jobs.len();
     let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);
+    let started = std::time::Instant::now();
     let t = Transfer::start(
         route,
         jobs,
@@ -41,28 +53,63 @@ pub(super) fn transfer(
         t: &t,
         bar: bar.as_ref(),
         total,
+        dog: std::cell::RefCell::new(args.watchdog.take()),
+        why: std::cell::RefCell::new(None),
     };
     match tune {
         Some((cfg, from_history)) => {
             let cfg = at_clusters(cfg, &t, from_history, args.tune_floor);
-            *tuning = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64())?
+            let steps = autotune::drive(&view, &cfg, opts.sample_interval.as_secs_f64());
+            match steps {
+                Ok(s) => *tuning = s,
+                Err(e) if view.why.borrow().is_none() => return Err(e),
+                Err(_) => {}
+            }
         }
         None => {
             // The engine's sample channel closes when it ends, which wakes this at once: a
             // plain sleep here held every copy's exit up to 100 ms after its last byte.
             while !view.finished() {
                 view.show();
-                let next = t.samples().recv_timeout(Duration::from_millis(100));
-                if let Err(mpsc::RecvTimeoutError::Disconnected) = next {
-                    break;
+                match t.samples().recv_timeout(Duration::from_millis(100)) {
+                    Ok(s) => view.watch(&s),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
                 }
             }
         }
     }
+    args.watchdog = view.dog.into_inner();
+    let why = view.why.into_inner();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    t.wait()
+    let Some(why) = why else {
+        return t.wait();
+    };
+    let missing = t.missing();
+    let bytes = t.bytes();
+    match t.wait() {
+        Err(XferError::Stopped(_)) | Ok(_) => {}
+        Err(e) => return Err(e),
+    }
+    *stopped = Some(Stopped {
+        why,
+        missing: missing.clone(),
+    });
+    let arrived = (files - missing.len().min(files)) as u64;
+    Ok(Summary {
+        files: arrived,
+        bytes,
+        duration_s: started.elapsed().as_secs_f64(),
+        // A file arrives only once verified, when verification is on.
+        verified: if opts.verify { arrived } else { 0 },
+        retransferred: 0,
+        checksum: None,
+        samples: Vec::new(),
+        clusters: Vec::new(),
+        pieces: 0,
+    })
 }
 
 /// A progress bar over `total` bytes in `files` files.
@@ -76,14 +123,29 @@ fn progress_bar(total: u64, files: usize) -> indicatif::ProgressBar {
     b
 }
 
-/// The running transfer as the tuner and the progress bar see it.
+/// The running transfer as the tuner, the progress bar and the watchdog see it.
 struct Watched<'a> {
     t: &'a Transfer,
     bar: Option<&'a indicatif::ProgressBar>,
     total: u64,
+    dog: std::cell::RefCell<Option<super::args::Watchdog>>,
+    why: std::cell::RefCell<Option<String>>,
 }
 
 impl Watched<'_> {
+    /// Shows a sample to the watchdog; stops the transfer when it says so.
+    fn watch(&self, s: &haul_xfer::engine::Sample) {
+        if self.why.borrow().is_some() {
+            return;
+        }
+        let verdict = self.dog.borrow_mut().as_mut().and_then(|d| (d.0)(s));
+        if let Some(why) = verdict {
+            tracing::info!("stopping the copy: {why}");
+            self.t.abort(&why);
+            *self.why.borrow_mut() = Some(why);
+        }
+    }
+
     /// Moves the progress bar, if any, to the bytes moved so far.
     fn show(&self) {
         if let Some(b) = self.bar {
@@ -99,7 +161,11 @@ impl Tunable for Watched<'_> {
     }
     fn next_sample(&self, wait: Duration) -> Option<haul_xfer::engine::Sample> {
         self.show();
-        self.t.next_sample(wait)
+        let s = self.t.next_sample(wait);
+        if let Some(s) = &s {
+            self.watch(s);
+        }
+        s
     }
     fn finished(&self) -> bool {
         self.t.is_finished()

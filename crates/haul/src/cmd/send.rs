@@ -1,0 +1,335 @@
+//! `haul plan` and `haul send`: the integrated pipeline of 000 §1 (Fig. 1.1). A request (source,
+//! destination, optional size, start, deadline, target rate, cost cap, requirements, weights) is
+//! planned by the TSWOP planner over what haul can learn of the two ends and the path (the
+//! transports both ends offer, direct and relayed routes with their predictions, operator-priced
+//! relays), the chosen transport is profiled on the path when the history has no recent
+//! measurement of it, the data moves with the tuned settings and the live concurrency search, and
+//! everything is recorded for the next plan. `haul plan` stops after the plan and moves nothing.
+
+mod facts;
+mod probe;
+mod report;
+mod request;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use haul_plan::workflow::{self, Workflow};
+
+pub use request::RequestArgs;
+
+/// Arguments of `haul plan`.
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `haul send`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// Most time profiling may take before the transfer, a duration such as 20s (default: a
+    /// tenth of the transfer's predicted time, at most 30 s; transfers smaller than four
+    /// 32 MiB warm-up probes per unknown transport are not probed). 0 profiles nothing:
+    /// transports without history are planned as unknown.
+    #[arg(long, value_parser = parse_budget)]
+    pub profile_budget: Option<f64>,
+    /// Re-plan when the copy's rate over this window stays under half its prediction while
+    /// another workflow is predicted faster (judged after half a window more); 0 never
+    /// re-plans.
+    #[arg(long, value_parser = parse_budget, default_value = "10s", value_name = "DURATION")]
+    pub replan_window: f64,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn parse_budget(s: &str) -> Result<f64, String> {
+    haul_units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Time spent in each stage of `haul send`, seconds.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Stages {
+    /// Waiting for the request's earliest start.
+    pub wait_s: f64,
+    /// Asking the ends and relays, listing the source, reading the history.
+    pub discover_s: f64,
+    /// Memory-to-memory probes and FastProf.
+    pub profile_s: f64,
+    /// Solving the TSWOP instance.
+    pub plan_s: f64,
+    /// The transfer, verification included.
+    pub transfer_s: f64,
+}
+
+/// Runs `haul plan`.
+pub fn run_plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let req = args.request.request()?;
+    let t = Instant::now();
+    let found = facts::discover(&req, &args.request)?;
+    let discover_s = t.elapsed().as_secs_f64();
+    let wf = workflow::plan(&req, &found.facts).context("planning")?;
+    report::print_plan(&req, &found, &wf, discover_s, args.json)?;
+    Ok(match wf.chosen {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(super::exit::REFUSED),
+    })
+}
+
+/// Runs `haul send`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let req = args.request.request()?;
+    let mut stages = Stages::default();
+    if let Some(s) = req.start_after_s {
+        if !args.quiet && !args.json {
+            eprintln!("haul send: waiting {s:.0} s for the request's earliest start");
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(s));
+        stages.wait_s = s;
+    }
+    let t = Instant::now();
+    let mut found = facts::discover(&req, &args.request)?;
+    stages.discover_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let must_predict = req.deadline_s.is_some() || req.target_bps.is_some();
+    let (mut probes, budget) =
+        probe::unknown_transports(&mut found, &args.request, args.profile_budget, must_predict);
+    stages.profile_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let wf = workflow::plan(&req, &found.facts).context("planning")?;
+    stages.plan_s = t.elapsed().as_secs_f64();
+    let chosen = match &wf.chosen {
+        Ok(c) => c.clone(),
+        Err(why) => {
+            report::print_refusal(&req, &found, &wf, why, &stages, args.json)?;
+            return Ok(ExitCode::from(super::exit::REFUSED));
+        }
+    };
+    let t = Instant::now();
+    let left = (budget - stages.profile_s).max(0.0);
+    let settings = probe::tune(&found, &chosen, &args.request, left, &mut probes);
+    stages.profile_s += t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (copied, attempts, wf) = transfer(&args, &req, &mut found, wf, &settings)?;
+    stages.transfer_s = t.elapsed().as_secs_f64();
+    let out = report::Sent {
+        req: &req,
+        found: &found,
+        wf: &wf,
+        chosen: &chosen,
+        settings: &settings,
+        probes: &probes,
+        copied: &copied,
+        attempts: &attempts,
+        stages: &stages,
+    };
+    out.print(args.json, args.quiet)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Re-planning: a copy whose rate over the last `--replan-window` stays under this share of its
+/// prediction is stopped when another workflow is predicted faster than what it gets.
+const REPLAN_FRACTION: f64 = 0.5;
+/// Re-plans per `haul send`.
+const MAX_REPLANS: usize = 2;
+
+/// One copy of a `haul send`: the first, or one after a re-plan.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Attempt {
+    /// The route's name.
+    pub route: String,
+    /// The transport.
+    pub transport: String,
+    /// The plan's prediction, bits per second.
+    pub predicted_bps: Option<f64>,
+    /// Files that arrived (verified).
+    pub files: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Seconds.
+    pub seconds: f64,
+    /// Why it was stopped, when it was.
+    pub stopped: Option<String>,
+}
+
+/// Stops a copy whose rate over the last `window` seconds stays under [`REPLAN_FRACTION`] of
+/// `predicted` while another workflow is predicted faster (`alternative`) than it gets; the
+/// first half window (connections, slow start) is not judged.
+fn watchdog(predicted: f64, alternative: f64, window: f64) -> super::cp::Watchdog {
+    let mut seen: std::collections::VecDeque<(f64, u64)> = Default::default();
+    super::cp::Watchdog(Box::new(move |s| {
+        seen.push_back((s.t_s, s.bytes));
+        while seen.front().is_some_and(|(t, _)| *t <= s.t_s - window) {
+            seen.pop_front();
+        }
+        if s.t_s < 1.5 * window {
+            return None;
+        }
+        let live = seen.iter().map(|x| x.1).sum::<u64>() as f64 * 8.0 / window;
+        (live < REPLAN_FRACTION * predicted && alternative > live * 1.2).then(|| {
+            format!(
+                "{:.1} Mbit/s over the last {window:.0} s, under half the predicted {:.1} Mbit/s, \
+                 while another workflow is predicted at {:.1} Mbit/s",
+                live / 1e6,
+                predicted / 1e6,
+                alternative / 1e6
+            )
+        })
+    }))
+}
+
+/// The best prediction of a runnable combination other than `c`.
+fn alternative(wf: &Workflow, c: &workflow::Combination) -> Option<f64> {
+    use workflow::Verdict;
+    wf.combinations
+        .iter()
+        .filter(|o| (o.route, o.transport) != (c.route, c.transport))
+        .filter(|o| matches!(o.verdict, Verdict::LowerProfit))
+        .filter_map(|o| o.predicted_bps)
+        .reduce(f64::max)
+}
+
+/// The copies of a `haul send`: the planned one, watched; when it falls far behind its
+/// prediction and another workflow promises more, it is stopped, its live rate replaces the
+/// estimate it was planned on, the request is planned again, and the files it still owed
+/// continue from what arrived (`--resume`) on the new plan's route and transport. Returns the
+/// last copy (its summary counting every attempt), the attempts and the plan in force.
+fn transfer(
+    args: &Args,
+    req: &haul_plan::request::Request,
+    found: &mut facts::Found,
+    mut wf: Workflow,
+    settings: &probe::Settings,
+) -> anyhow::Result<(super::cp::Copied, Vec<Attempt>, Workflow)> {
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut only = None;
+    loop {
+        let chosen = wf.chosen.clone().map_err(|e| anyhow::anyhow!(e))?;
+        let first = attempts.first().map(|a| a.transport.clone());
+        let same = first
+            .as_deref()
+            .is_none_or(|t| t == found.facts.transports[chosen.transport].name);
+        let dog = match (chosen.predicted_bps, alternative(&wf, &chosen)) {
+            (Some(p), Some(alt)) if attempts.len() < MAX_REPLANS && args.replan_window > 0.0 => {
+                Some(watchdog(p, alt, args.replan_window))
+            }
+            _ => None,
+        };
+        let mut copied = copy(
+            args,
+            req,
+            found,
+            &wf,
+            &chosen,
+            settings.clone().only_if(same),
+            (dog, only.take()),
+        )?;
+        let s = &copied.summary;
+        attempts.push(Attempt {
+            route: found.facts.routes[chosen.route].name.clone(),
+            transport: found.facts.transports[chosen.transport].name.clone(),
+            predicted_bps: chosen.predicted_bps,
+            files: s.files,
+            bytes: s.bytes,
+            seconds: s.duration_s,
+            stopped: copied.stopped.as_ref().map(|x| x.why.clone()),
+        });
+        let Some(stop) = copied.stopped.take() else {
+            let done = &attempts[..attempts.len() - 1];
+            copied.summary.files += done.iter().map(|a| a.files).sum::<u64>();
+            copied.summary.verified += done.iter().map(|a| a.files).sum::<u64>();
+            copied.summary.bytes += done.iter().map(|a| a.bytes).sum::<u64>();
+            copied.summary.duration_s += done.iter().map(|a| a.seconds).sum::<f64>();
+            return Ok((copied, attempts, wf));
+        };
+        let live = if s.duration_s > 0.0 {
+            s.bytes as f64 * 8.0 / s.duration_s
+        } else {
+            0.0
+        };
+        let est = workflow::Estimate {
+            bps: live,
+            source: format!(
+                "live: {} over {:.1} s, then stopped",
+                super::human_rate(live),
+                s.duration_s
+            ),
+        };
+        if found.facts.routes[chosen.route].relays.is_empty() {
+            found.facts.transports[chosen.transport].estimate = Some(est);
+        } else {
+            found.facts.routes[chosen.route].estimate = Some(est);
+        }
+        if !args.quiet && !args.json {
+            eprintln!("haul send: re-planning: {}", stop.why);
+        }
+        wf = workflow::plan(req, &found.facts).context("re-planning")?;
+        if wf.chosen.is_err() {
+            // Nothing else can run: continue on the same workflow, unwatched.
+            wf.chosen = Ok(chosen);
+        }
+        only = Some(stop.missing.into_iter().collect());
+    }
+}
+
+/// One copy on `chosen`'s route and transport with `settings`, the live concurrency search
+/// for many files over TCP, recorded as kind `send` with the plan beside it; with `only`, just
+/// those files, continuing from what arrived.
+fn copy(
+    args: &Args,
+    req: &haul_plan::request::Request,
+    found: &facts::Found,
+    wf: &Workflow,
+    chosen: &workflow::Combination,
+    settings: probe::Settings,
+    (dog, only): (
+        Option<super::cp::Watchdog>,
+        Option<std::collections::HashSet<String>>,
+    ),
+) -> anyhow::Result<super::cp::Copied> {
+    let (src, dst) = &found.urls[chosen.route];
+    let transport = &found.facts.transports[chosen.transport].name;
+    let mut words: Vec<String> = vec![src.clone(), dst.clone(), "-r".into()];
+    words.extend(["--transport".into(), transport.clone()]);
+    words.extend(settings.words());
+    if transport == "tcp" && found.files > 1 {
+        words.push("--tune".into());
+    }
+    if only.is_some() {
+        words.push("--resume".into());
+    }
+    words.extend(args.request.common_words());
+    if args.quiet || args.json {
+        words.push("-q".into());
+    }
+    let mut cp = super::cp::args_from(&words).context("the planned copy's settings")?;
+    cp.kind = Some("send");
+    cp.watchdog = dog;
+    cp.only = only;
+    cp.send = Some(serde_json::json!({
+        "route": found.facts.routes[chosen.route].name,
+        "transport": transport,
+        "predicted_bps": chosen.predicted_bps,
+        "predicted_s": chosen.predicted_s,
+        "solver": wf.solver,
+        "deadline_s": req.deadline_s,
+    }));
+    tracing::info!(?words, "haul send: copying");
+    super::cp::copy(cp)
+}
+
+/// The history database a request reads and writes.
+fn history_path(p: &Option<PathBuf>) -> PathBuf {
+    p.clone().unwrap_or_else(haul_store::Store::default_path)
+}

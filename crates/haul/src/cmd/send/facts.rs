@@ -1,0 +1,383 @@
+//! The module database of a request (000 §1, "NADMA" and "Module DB"): what haul can learn of
+//! the two ends and the path before anything moves. Each remote end is asked for its features
+//! (which transports it offers), the source is listed (files and bytes), the history gives each
+//! transport's rate on this pair and its best settings, and with relays the route chooser gives
+//! the direct and relayed predictions; an operator's `--services` file prices relays.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use haul_plan::request::Request;
+use haul_plan::workflow::{Estimate, Facts, RouteOption, TransportOption};
+use haul_store::{Filter, Outcome, Store, TransferRecord};
+use haul_tune::predict::{Measurement, Selector};
+use haul_xfer::session::Session;
+use haul_xfer::tls::ClientTls;
+use haul_xfer::walk::{walk_local, walk_remote, WalkLimits};
+use haul_xfer::{Endpoint, PasvAddress, RemoteUrl};
+
+use super::RequestArgs;
+use crate::cmd::{human_rate, now_unix};
+
+/// Measurements older than this are not used: the pair is probed again.
+pub const STALE_S: f64 = 86_400.0;
+
+/// Settings a transport ran with, from the history or a probe.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Known {
+    /// TCP streams per file.
+    pub parallelism: Option<u32>,
+    /// Socket buffer in bytes (None: the kernel's autotuning).
+    pub tcp_buffer: Option<u64>,
+    /// Files in flight.
+    pub concurrency: Option<u32>,
+    /// Where they come from.
+    pub source: String,
+}
+
+/// What was found.
+pub struct Found {
+    /// The module database the planner reads.
+    pub facts: Facts,
+    /// Per route of `facts.routes`, the source and destination that take it.
+    pub urls: Vec<(String, String)>,
+    /// Files to move (1 when the size was given and the source not listed).
+    pub files: u64,
+    /// The source server (downloads and third-party copies).
+    pub src: Option<RemoteUrl>,
+    /// The destination server (uploads and third-party copies).
+    pub dst: Option<RemoteUrl>,
+    /// The pair as the history names it (`host:port` or `local`).
+    pub pair: (String, String),
+    /// Per transport, the settings of the fastest recent transfer on this pair.
+    pub best: BTreeMap<String, Known>,
+    /// What could not be learned, for the report.
+    pub notes: Vec<String>,
+}
+
+/// An operator's price list (`--services`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Services {
+    #[serde(default)]
+    relay: Vec<PaidRelay>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PaidRelay {
+    address: String,
+    cost: u32,
+}
+
+fn host_of(e: &Endpoint) -> String {
+    match e {
+        Endpoint::Local(_) => "local".into(),
+        Endpoint::Remote(r) => r.host_port(),
+    }
+}
+
+/// Learns everything the planner needs about `req`.
+pub fn discover(req: &Request, a: &RequestArgs) -> anyhow::Result<Found> {
+    let t = std::time::Instant::now();
+    if let Some(bad) = wanted(a)
+        .iter()
+        .find(|n| !matches!(n.as_str(), "tcp" | "plut" | "udt"))
+    {
+        return Err(haul_xfer::XferError::Usage(format!(
+            "--transports {bad}: expected tcp, plut or udt"
+        ))
+        .into());
+    }
+    let (s, d) = (Endpoint::parse(&req.src)?, Endpoint::parse(&req.dst)?);
+    let tls = match &a.ca {
+        Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
+        None => None,
+    };
+    let mut notes = Vec::new();
+    let (src, dst) = (remote(&s), remote(&d));
+    let mut plut = false;
+    let (mut files, mut bytes) = (1u64, req.size);
+    if let Some(u) = &src {
+        let mut sess = open(u, tls.as_ref())?;
+        plut = sess.ctl.features.plut && dst.is_none();
+        if req.size.is_none() {
+            let (f, b) = list_remote(&mut sess, &u.path)?;
+            (files, bytes) = (f, Some(b));
+        }
+        sess.quit();
+    }
+    if let Some(u) = &dst {
+        let sess = open(u, tls.as_ref())?;
+        if src.is_none() {
+            plut = sess.ctl.features.plut;
+        }
+        sess.quit();
+    }
+    if let (Endpoint::Local(p), None) = (&s, req.size) {
+        let (f, b) = list_local(p)?;
+        (files, bytes) = (f, Some(b));
+    }
+    if src.is_none() && dst.is_none() {
+        anyhow::bail!("both SRC and DST are local; one side must be ftp:// or haul://");
+    }
+    let pair = (host_of(&s), host_of(&d));
+    let rows = history(&a.history);
+    let encrypted = [&src, &dst]
+        .iter()
+        .all(|u| u.as_ref().is_none_or(|u| u.tls));
+    let mut transports = Vec::new();
+    let mut best = BTreeMap::new();
+    for name in wanted(a) {
+        let offered = match name.as_str() {
+            "tcp" | "udt" => true,
+            _ => plut,
+        };
+        if !offered {
+            notes.push(format!(
+                "{name}: not offered (no PLUT in the server's FEAT, or a third-party copy)"
+            ));
+            continue;
+        }
+        let (estimate, known) = from_history(&rows, &pair, &name);
+        best.insert(name.clone(), known);
+        transports.push(TransportOption {
+            encrypted: encrypted && name == "tcp",
+            relayable: name == "tcp",
+            name,
+            estimate,
+        });
+    }
+    let (routes, urls) = routes(req, a, &mut notes, encrypted)?;
+    Ok(Found {
+        facts: Facts {
+            routes,
+            transports,
+            size: bytes,
+            setup_s: t.elapsed().as_secs_f64(),
+        },
+        urls,
+        files,
+        src,
+        dst,
+        pair,
+        best,
+        notes,
+    })
+}
+
+fn remote(e: &Endpoint) -> Option<RemoteUrl> {
+    match e {
+        Endpoint::Remote(u) => Some(u.clone()),
+        Endpoint::Local(_) => None,
+    }
+}
+
+fn open(u: &RemoteUrl, tls: Option<&ClientTls>) -> anyhow::Result<Session> {
+    let tls = if u.tls { tls } else { None };
+    Ok(Session::open(u, tls, PasvAddress::ControlPeer)?)
+}
+
+/// Files and bytes under a remote path (a file or a tree).
+fn list_remote(sess: &mut Session, path: &str) -> anyhow::Result<(u64, u64)> {
+    let (dir, size) = sess.stat(path)?;
+    if !dir {
+        return Ok((1, size));
+    }
+    let tree = walk_remote(sess, path, WalkLimits::default())?;
+    Ok((
+        tree.files.len() as u64,
+        tree.files.iter().map(|f| f.1).sum(),
+    ))
+}
+
+/// Files and bytes under a local path.
+fn list_local(p: &Path) -> anyhow::Result<(u64, u64)> {
+    let md = std::fs::metadata(p).with_context(|| p.display().to_string())?;
+    if !md.is_dir() {
+        return Ok((1, md.len()));
+    }
+    let tree = walk_local(p, WalkLimits::default())?;
+    Ok((
+        tree.files.len() as u64,
+        tree.files.iter().map(|f| f.1).sum(),
+    ))
+}
+
+/// The transports to consider: `--transports`, or TCP and PLUT.
+fn wanted(a: &RequestArgs) -> Vec<String> {
+    if a.transports.is_empty() {
+        vec!["tcp".into(), "plut".into()]
+    } else {
+        a.transports
+            .iter()
+            .map(|t| t.trim().to_ascii_lowercase())
+            .collect()
+    }
+}
+
+/// The successful copies and sends and the probes in the history of the last day, newest first.
+fn history(p: &Option<PathBuf>) -> Vec<TransferRecord> {
+    let Ok(store) = Store::open(&super::history_path(p)) else {
+        return Vec::new();
+    };
+    store
+        .list(&Filter {
+            since: Some(now_unix() - STALE_S),
+            ..Filter::default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        // A probe ends at its time limit (interrupted) as often as at its length.
+        .filter(|r| {
+            matches!(
+                (r.kind.as_str(), r.outcome),
+                ("cp" | "send", Outcome::Ok) | ("probe", Outcome::Ok | Outcome::Interrupted)
+            )
+        })
+        .filter(|r| r.bytes >= 1 << 20 && r.duration_s > 0.0)
+        .filter(|r| {
+            crate::cmd::route(&r.source).len() <= 1 && crate::cmd::route(&r.destination).len() <= 1
+        })
+        .collect()
+}
+
+/// A transport's predicted rate on `pair` from the history (the selector of 002 §2.3 over the
+/// pair's recent transfers) and the settings of its fastest one.
+pub fn from_history(
+    rows: &[TransferRecord],
+    pair: &(String, String),
+    transport: &str,
+) -> (Option<Estimate>, Known) {
+    let all: Vec<&TransferRecord> = rows
+        .iter()
+        .filter(|r| {
+            (r.source_host.as_str(), r.destination_host.as_str())
+                == (pair.0.as_str(), pair.1.as_str())
+        })
+        .filter(|r| r.params.transport.as_deref().unwrap_or("tcp") == transport)
+        .collect();
+    // Real copies measure what the user will see (disks included); memory-to-memory probes
+    // only stand in until there are some.
+    let real: Vec<&TransferRecord> = all.iter().copied().filter(|r| r.kind != "probe").collect();
+    let (mine, what) = if real.is_empty() {
+        (all, "probe")
+    } else {
+        (real, "transfer")
+    };
+    let series: Vec<Measurement> = mine
+        .iter()
+        .map(|r| Measurement::new(r.started_at + r.duration_s, r.mean_bps()))
+        .collect();
+    let known = mine
+        .iter()
+        .max_by(|a, b| a.mean_bps().total_cmp(&b.mean_bps()))
+        .map(|r| Known {
+            parallelism: r.params.parallelism,
+            tcp_buffer: r.params.tcp_buffer,
+            concurrency: r.params.concurrency,
+            source: format!(
+                "the fastest recent {} on this pair ({})",
+                if r.kind == "probe" {
+                    "probe"
+                } else {
+                    "transfer"
+                },
+                human_rate(r.mean_bps())
+            ),
+        })
+        .unwrap_or_default();
+    let est = Selector::default()
+        .predict(&series, now_unix())
+        .map(|p| Estimate {
+            bps: p.bps,
+            source: format!(
+                "history: {} of {} {what}{}, newest {:.0} s old ({})",
+                p.predictor,
+                p.samples,
+                if p.samples == 1 { "" } else { "s" },
+                p.age_s,
+                human_rate(p.bps)
+            ),
+        });
+    (est, known)
+}
+
+/// Direct, and with relays (`--relays`, `--services`) the chain the route chooser picks, with
+/// their predictions and prices.
+/// Per route, the source and destination that take it.
+type RouteUrls = Vec<(String, String)>;
+
+fn routes(
+    req: &Request,
+    a: &RequestArgs,
+    notes: &mut Vec<String>,
+    encrypted: bool,
+) -> anyhow::Result<(Vec<RouteOption>, RouteUrls)> {
+    let services: Services = match &a.services {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text).with_context(|| format!("services file {}", p.display()))?
+        }
+        None => Services::default(),
+    };
+    let mut choice = a.route.clone();
+    let prices: BTreeMap<String, u32> = services
+        .relay
+        .iter()
+        .map(|r| (r.address.clone(), r.cost))
+        .collect();
+    for k in prices.keys() {
+        if !choice.relays.contains(k) {
+            choice.relays.push(k.clone());
+        }
+    }
+    let mut routes = vec![RouteOption {
+        name: "direct".into(),
+        relays: Vec::new(),
+        estimate: None,
+        encrypted,
+        cost: 0,
+    }];
+    let mut urls = vec![(req.src.clone(), req.dst.clone())];
+    if choice.relays.is_empty() {
+        return Ok((routes, urls));
+    }
+    let p = crate::cmd::route::plan(&req.src, &req.dst, &choice, &a.history, &a.ca)?;
+    notes.extend(p.gathered.notes.iter().cloned());
+    let hops = p.route.hops.len();
+    routes[0].estimate = p.route.direct_bps.map(|b| Estimate {
+        bps: b,
+        source: format!("prediction: direct leg ({})", human_rate(b)),
+    });
+    let relays = p.route.relays().to_vec();
+    if !relays.is_empty() {
+        let cost = relays
+            .iter()
+            .map(|r| {
+                prices
+                    .iter()
+                    .find(|(k, _)| k.ends_with(r.as_str()) || r.ends_with(k.as_str()))
+                    .map_or(0, |(_, c)| *c)
+            })
+            .sum();
+        routes.push(RouteOption {
+            name: format!("via {}", relays.join(", ")),
+            estimate: Some(Estimate {
+                bps: p.route.predicted_bps,
+                source: format!(
+                    "prediction: narrowest of {} legs after relay discounts ({})",
+                    hops - 1,
+                    human_rate(p.route.predicted_bps)
+                ),
+            }),
+            encrypted: encrypted && !p.src.contains("ftp://") && !p.dst.contains("ftp://"),
+            relays,
+            cost,
+        });
+        urls.push((p.src, p.dst));
+    }
+    Ok((routes, urls))
+}

@@ -1,0 +1,362 @@
+//! Profiling within a time budget, through the GridFTP servers themselves: short memory-to-memory
+//! copies (`/dev/zero` on the sending server or here, `/dev/null` on the receiving one), which
+//! haul and Globus servers both serve, so no profiling daemon is needed. A transport the history
+//! has not measured recently is probed once with haul's defaults (a warm-up copy, then one sized
+//! to the budget); the chosen TCP transport is then tuned with FastProf (000 §4: SPSA, here over
+//! the stream count) from the history's best point when there is one. Every probe is recorded
+//! in the history as kind `probe`, so the next plan starts from it.
+
+use haul_plan::workflow::{Combination, Estimate};
+use haul_tune::space::{Axis, Space};
+use haul_tune::spsa::{Spsa, SpsaConfig, Start};
+use haul_tune::{Optimizer, Stopping};
+
+use super::facts::Found;
+use super::RequestArgs;
+use crate::cmd::{human_bytes, human_rate};
+
+/// The warm-up probe: enough to open the connections and leave slow start, or
+/// [`WARM_S`] seconds on a slow path.
+const WARM_BYTES: u64 = 32 << 20;
+/// The longest a warm-up probe runs.
+const WARM_S: f64 = 3.0;
+/// The most one probe moves.
+const MAX_PROBE_BYTES: u64 = 4 << 30;
+/// The least and most seconds one sized probe aims at.
+const PROBE_S: (f64, f64) = (2.0, 5.0);
+/// The most an automatic profiling budget is.
+const MAX_AUTO_BUDGET_S: f64 = 30.0;
+/// A transfer of fewer bytes than this many warm-up probes is not worth probing for.
+const SMALL_TRANSFER_PROBES: u64 = 4;
+/// The most FastProf probes.
+const MAX_TUNE_PROBES: usize = 8;
+/// FastProf's stream range.
+const MAX_STREAMS: u32 = 32;
+/// The streams haul cp uses by default.
+const DEFAULT_STREAMS: u32 = 4;
+
+/// The settings the transfer runs with, and where they came from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Settings {
+    /// TCP streams per file (`-p`); None: haul cp's default.
+    pub parallelism: Option<u32>,
+    /// Socket buffer (`--tcp-buffer`); None: the kernel's autotuning.
+    pub tcp_buffer: Option<u64>,
+    /// Where they came from.
+    pub source: String,
+}
+
+impl Settings {
+    /// These settings when `keep`, else haul cp's defaults (a re-plan to another transport).
+    pub fn only_if(self, keep: bool) -> Settings {
+        if keep {
+            self
+        } else {
+            Settings {
+                parallelism: None,
+                tcp_buffer: None,
+                source: "haul cp's defaults (re-planned to another transport)".into(),
+            }
+        }
+    }
+
+    /// The `haul cp` flags that apply them.
+    pub fn words(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(p) = self.parallelism {
+            w.extend(["-p".into(), p.to_string()]);
+        }
+        if let Some(b) = self.tcp_buffer {
+            w.extend(["--tcp-buffer".into(), b.to_string()]);
+        }
+        w
+    }
+}
+
+/// One memory-to-memory probe.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeRun {
+    /// `estimate` (a transport without history) or `fastprof`.
+    pub stage: &'static str,
+    /// The transport probed.
+    pub transport: String,
+    /// Streams.
+    pub parallelism: u32,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Seconds from the copy's start to its end.
+    pub seconds: f64,
+    /// Bits per second (0 when it failed).
+    pub bps: f64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The profiling budget in seconds for a transfer predicted at `bps`: `--profile-budget`, or a
+/// tenth of the transfer's predicted time, at most 30 s (none while nothing predicts it).
+pub fn budget(found: &Found, flag: Option<f64>, bps: Option<f64>) -> f64 {
+    if let Some(b) = flag {
+        return b.max(0.0);
+    }
+    match (found.facts.size, bps) {
+        (Some(n), Some(b)) if b > 0.0 => (n as f64 * 8.0 / b / 10.0).min(MAX_AUTO_BUDGET_S),
+        (None, _) => MAX_AUTO_BUDGET_S / 3.0,
+        _ => 0.0,
+    }
+}
+
+/// The best rate any transport is estimated at.
+pub fn best_bps(found: &Found) -> Option<f64> {
+    found
+        .facts
+        .transports
+        .iter()
+        .filter_map(|t| t.estimate.as_ref().map(|e| e.bps))
+        .reduce(f64::max)
+}
+
+/// The `/dev/zero` and `/dev/null` ends of a probe of this pair.
+fn ends(found: &Found) -> (String, String) {
+    let src = match &found.src {
+        Some(u) => format!("{}/dev/zero", u.server(true)),
+        None => "/dev/zero".into(),
+    };
+    let dst = match &found.dst {
+        Some(u) => format!("{}/dev/null", u.server(true)),
+        None => "/dev/null".into(),
+    };
+    (src, dst)
+}
+
+/// One probe: memory to memory over `transport` with `p` streams, `len` bytes or `secs`
+/// seconds, whichever ends first (a probe stopped at its time limit is a measurement, not a
+/// failure).
+fn probe(
+    found: &Found,
+    a: &RequestArgs,
+    stage: &'static str,
+    transport: &str,
+    p: u32,
+    (len, secs): (u64, f64),
+) -> ProbeRun {
+    let (src, dst) = ends(found);
+    let mut words = vec![src, dst, "-q".into(), "--len".into(), len.to_string()];
+    words.extend([
+        "--transport".into(),
+        transport.into(),
+        "-p".into(),
+        p.to_string(),
+    ]);
+    words.extend([
+        "--data-timeout".into(),
+        "30".into(),
+        "--sample-ms".into(),
+        "100".into(),
+    ]);
+    words.extend(a.common_words());
+    let run = crate::cmd::cp::args_from(&words).and_then(|mut cp| {
+        cp.kind = Some("probe");
+        cp.watchdog = Some(crate::cmd::cp::Watchdog(Box::new(move |s| {
+            (s.t_s >= secs).then(|| format!("the probe's {secs:.1} s are up"))
+        })));
+        crate::cmd::cp::copy(cp)
+    });
+    let mut out = ProbeRun {
+        stage,
+        transport: transport.into(),
+        parallelism: p,
+        bytes: 0,
+        seconds: 0.0,
+        bps: 0.0,
+        error: None,
+    };
+    match run {
+        Ok(c) => {
+            out.bytes = c.summary.bytes;
+            out.seconds = c.summary.duration_s;
+            if c.summary.duration_s > 0.0 {
+                out.bps = c.summary.bytes as f64 * 8.0 / c.summary.duration_s;
+            }
+        }
+        Err(e) => out.error = Some(format!("{e:#}")),
+    }
+    tracing::info!(?out, "haul send: probe");
+    out
+}
+
+/// Bytes for a probe of about `secs` seconds at `bps`, with room to run faster: the probe's
+/// time limit ends it first when the path is as slow as `bps` says.
+fn sized(bps: f64, secs: f64) -> u64 {
+    ((bps / 8.0 * secs * 2.0) as u64).clamp(WARM_BYTES, MAX_PROBE_BYTES)
+}
+
+/// Probes every direct transport without a recent estimate: a warm-up copy each, then, within
+/// the budget (`flag`, or a tenth of the time predicted from the warm-ups), one copy sized to
+/// the budget each. Small transfers are not probed unless `must_predict` (a deadline or target
+/// rate to check). A transport whose probe fails is dropped from the plan with a note. Returns
+/// the probes and the budget.
+pub fn unknown_transports(
+    found: &mut Found,
+    a: &RequestArgs,
+    flag: Option<f64>,
+    must_predict: bool,
+) -> (Vec<ProbeRun>, f64) {
+    let mut runs = Vec::new();
+    let unknown: Vec<usize> = (0..found.facts.transports.len())
+        .filter(|&i| found.facts.transports[i].estimate.is_none())
+        .collect();
+    let small = found
+        .facts
+        .size
+        .is_some_and(|n| n < SMALL_TRANSFER_PROBES * WARM_BYTES * unknown.len() as u64);
+    // With one transport known, probing the others is worth it only if its budget allows a
+    // probe of its shortest length.
+    let known = best_bps(found).map(|b| budget(found, flag, Some(b)));
+    let cheap = known.is_some_and(|b| b < PROBE_S.0) && flag.is_none();
+    // A deadline or a target rate can only be checked against a prediction: warm-ups at least.
+    let (small, cheap) = (small && !must_predict, cheap && !must_predict);
+    if unknown.is_empty() || flag == Some(0.0) || ((small || cheap) && flag.is_none()) {
+        if (small || cheap) && !unknown.is_empty() {
+            found.notes.push(format!(
+                "{}: transports without history are planned as unknown",
+                if small {
+                    "too small to be worth probing"
+                } else {
+                    "probing would cost more than it could save"
+                }
+            ));
+        }
+        return (runs, budget(found, flag, best_bps(found)));
+    }
+    let mut dropped = Vec::new();
+    let mut warm = Vec::new();
+    for &i in &unknown {
+        let name = found.facts.transports[i].name.clone();
+        let run = probe(
+            found,
+            a,
+            "estimate",
+            &name,
+            DEFAULT_STREAMS,
+            (WARM_BYTES, WARM_S),
+        );
+        runs.push(run.clone());
+        match &run.error {
+            Some(e) => {
+                found
+                    .notes
+                    .push(format!("{name}: probe failed, not planned: {e}"));
+                dropped.push(i);
+            }
+            None => {
+                set_estimate(found, i, &run);
+                warm.push((i, run));
+            }
+        }
+    }
+    let budget = budget(found, flag, best_bps(found));
+    let spent: f64 = runs.iter().map(|r| r.seconds).sum();
+    let per = ((budget - spent) / warm.len().max(1) as f64).min(PROBE_S.1);
+    if per >= PROBE_S.0 {
+        for (i, w) in warm {
+            let run = probe(
+                found,
+                a,
+                "estimate",
+                &w.transport,
+                DEFAULT_STREAMS,
+                (sized(w.bps, per), per),
+            );
+            if run.error.is_none() && run.bps > 0.0 {
+                set_estimate(found, i, &run);
+            }
+            runs.push(run);
+        }
+    }
+    for i in dropped.into_iter().rev() {
+        found.facts.transports.remove(i);
+    }
+    (runs, budget)
+}
+
+/// A transport's estimate from a probe, with haul cp's default streams as its known settings.
+fn set_estimate(found: &mut Found, i: usize, run: &ProbeRun) {
+    found.facts.transports[i].estimate = Some(Estimate {
+        bps: run.bps,
+        source: format!(
+            "probe: {} memory to memory in {:.2} s just now ({})",
+            human_bytes(run.bytes),
+            run.seconds,
+            human_rate(run.bps)
+        ),
+    });
+    let known = found.best.entry(run.transport.clone()).or_default();
+    known.parallelism = Some(run.parallelism);
+    known.source = format!("the probe's ({})", human_rate(run.bps));
+}
+
+/// The settings for the chosen workflow: for TCP on the direct route with time left, FastProf
+/// over the stream count from the history's best (or a random start, as 000 §4.5.3 does without
+/// one), keeping the best point measured; otherwise the history's best settings.
+pub fn tune(
+    found: &Found,
+    chosen: &Combination,
+    a: &RequestArgs,
+    left: f64,
+    runs: &mut Vec<ProbeRun>,
+) -> Settings {
+    let t = &found.facts.transports[chosen.transport];
+    let known = found.best.get(&t.name).cloned().unwrap_or_default();
+    let from_history = Settings {
+        parallelism: known.parallelism,
+        tcp_buffer: known.tcp_buffer,
+        source: if known.source.is_empty() {
+            "nothing known of this pair".into()
+        } else {
+            known.source.clone()
+        },
+    };
+    let rate = t.estimate.as_ref().map_or(0.0, |e| e.bps);
+    let per = PROBE_S.0.max(left / MAX_TUNE_PROBES as f64).min(PROBE_S.1);
+    let probes = ((left / per) as usize).min(MAX_TUNE_PROBES);
+    if t.name != "tcp"
+        || !found.facts.routes[chosen.route].relays.is_empty()
+        || probes < 2
+        || rate <= 0.0
+    {
+        return from_history;
+    }
+    let space = Space::new(vec![Axis::streams(MAX_STREAMS)]);
+    let start = match known.parallelism {
+        Some(p) => Start::At(space.to_iterate(&[f64::from(p)])),
+        None => Start::Random,
+    };
+    let mut cfg = SpsaConfig::new(Stopping::new(None).budget(Some(probes)));
+    cfg.start = start;
+    // The thesis's gains assume y of about 10 units at the link's rate (Gb/s on 10 Gb/s).
+    cfg.gain_unit = Some(rate / 10.0);
+    let mut opt = Spsa::new(space, cfg, crate::cmd::now_unix() as u64);
+    let len = sized(rate, per);
+    let (mut best_p, mut best_bps) = (known.parallelism.unwrap_or(DEFAULT_STREAMS), rate);
+    while let Some(pt) = opt.ask() {
+        let p = (opt.space().to_real(&pt)[0].round() as u32).clamp(1, MAX_STREAMS);
+        let run = probe(found, a, "fastprof", &t.name, p, (len, per));
+        if run.bps > best_bps {
+            (best_p, best_bps) = (p, run.bps);
+        }
+        let y = run.bps;
+        runs.push(run);
+        if opt.tell(&pt, y).is_err() {
+            break;
+        }
+    }
+    Settings {
+        parallelism: Some(best_p),
+        tcp_buffer: known.tcp_buffer,
+        source: format!(
+            "FastProf: best of {} probes ({})",
+            runs.iter().filter(|r| r.stage == "fastprof").count(),
+            human_rate(best_bps)
+        ),
+    }
+}

@@ -1,0 +1,128 @@
+//! `haul send` re-plans mid-transfer: a TCP download that runs far below its prediction (a fail
+//! point slows TCP downloads to 2 MB/s) is stopped, its live rate replaces the estimate, the
+//! plan moves to PLUT, and the file continues (`--resume`) and arrives verified, byte-identical.
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::haul::*;
+use serde_json::Value;
+
+fn send(
+    src: &str,
+    dst: &Path,
+    hist: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["send", src])
+        .arg(dst)
+        .arg("--history")
+        .arg(hist)
+        .arg("--json")
+        .args(extra)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run haul send");
+    eprintln!(
+        "haul send {extra:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, j)
+}
+
+/// `haul serve --anonymous` over one file `f` of `len` random bytes: the temp dir, the bytes,
+/// the server, a history path and the file's URL.
+fn served(len: usize, seed: u64) -> (tempfile::TempDir, Vec<u8>, Serve, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let data = random_bytes(len, seed);
+    fs::write(root.join("f"), &data).unwrap();
+    let srv = serve(&root, &["--anonymous"]);
+    let hist = dir.path().join("h.sqlite");
+    let src = format!("ftp://{}/f", srv.addr);
+    (dir, data, srv, hist, src)
+}
+
+#[test]
+fn a_copy_far_below_its_prediction_is_re_planned_and_completes_verified() {
+    let (dir, data, _srv, hist, src) = served(24 << 20, 7);
+    // A first send with a budget: both transports probed, TCP (fast on loopback) chosen.
+    let (out, j) = send(
+        &src,
+        &dir.path().join("a"),
+        &hist,
+        &["--profile-budget", "2s"],
+        &[],
+    );
+    assert!(out.status.success(), "{j:#}");
+    assert_eq!(j["chosen"]["transport"], "tcp", "{j:#}");
+    assert_eq!(j["attempts"].as_array().map(Vec::len), Some(1), "{j:#}");
+    // The same download with TCP slowed to 2 MB/s: judged after 3 s over a 2 s window.
+    let b = dir.path().join("b");
+    let slow = [("FAILPOINTS", "xfer::tcp_sink_rate=return(2000000)")];
+    let (out, j) = send(&src, &b, &hist, &["--replan-window", "2s"], &slow);
+    assert!(out.status.success(), "{j:#}");
+    let attempts = j["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{j:#}");
+    assert_eq!(attempts[0]["transport"], "tcp", "{j:#}");
+    let why = attempts[0]["stopped"].as_str().unwrap_or("");
+    assert!(why.contains("under half the predicted"), "{j:#}");
+    assert!(
+        attempts[0]["bytes"].as_u64().unwrap() < data.len() as u64,
+        "the slowed copy was stopped before the end: {j:#}"
+    );
+    assert_eq!(attempts[1]["transport"], "plut", "{j:#}");
+    assert!(attempts[1]["stopped"].is_null(), "{j:#}");
+    assert_eq!(j["transfer"]["verified_files"], 1, "{j:#}");
+    assert_eq!(fs::read(&b).unwrap(), data, "the re-planned copy differs");
+    // The plan in force names the live rate the TCP estimate was replaced with.
+    let live = j["zones"][1]["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "tcp")
+        .map(|m| m["terms"][0]["source"].as_str().unwrap_or("").to_string());
+    assert!(
+        live.as_deref().unwrap_or("").starts_with("live:"),
+        "{live:?}"
+    );
+    // Nothing of the stopped copy is left beside the file.
+    let left: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("haul-part"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn without_re_planning_the_slow_copy_runs_to_its_end() {
+    let (dir, data, _srv, hist, src) = served(6 << 20, 9);
+    let (out, _) = send(
+        &src,
+        &dir.path().join("a"),
+        &hist,
+        &["--profile-budget", "2s"],
+        &[],
+    );
+    assert!(out.status.success());
+    let b = dir.path().join("b");
+    let slow = [("FAILPOINTS", "xfer::tcp_sink_rate=return(2000000)")];
+    let (out, j) = send(&src, &b, &hist, &["--replan-window", "0"], &slow);
+    assert!(out.status.success(), "{j:#}");
+    let attempts = j["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 1, "{j:#}");
+    assert_eq!(attempts[0]["transport"], "tcp", "{j:#}");
+    assert!(
+        j["transfer"]["duration_s"].as_f64().unwrap() > 2.0,
+        "the fail point slowed it: {j:#}"
+    );
+    assert_eq!(fs::read(&b).unwrap(), data);
+}
