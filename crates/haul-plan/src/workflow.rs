@@ -46,6 +46,9 @@ pub struct TransportOption {
     pub encrypted: bool,
     /// It can run through relays (only MODE E over TCP is relayed).
     pub relayable: bool,
+    /// Seconds each file costs beyond its bytes (a PLUT session per file; 0 for pipelined
+    /// MODE E).
+    pub per_file_s: f64,
 }
 
 /// The module database of one request.
@@ -57,6 +60,8 @@ pub struct Facts {
     pub transports: Vec<TransportOption>,
     /// Bytes to move, when known.
     pub size: Option<u64>,
+    /// Files to move (0 counts as 1).
+    pub files: u64,
     /// Seconds every workflow spends before data flows (listing, connecting), added to the
     /// predicted time.
     pub setup_s: f64,
@@ -158,6 +163,23 @@ pub fn combined_bps(route: &RouteOption, transport: &TransportOption) -> Option<
     }
 }
 
+/// The rate a route with a transport is predicted to deliver on these files: [`combined_bps`]
+/// slowed by the transport's cost per file, when the size is known.
+pub fn effective_bps(
+    facts: &Facts,
+    route: &RouteOption,
+    transport: &TransportOption,
+) -> Option<f64> {
+    let bps = combined_bps(route, transport)?;
+    match facts.size {
+        Some(n) if n > 0 && bps > 0.0 && transport.per_file_s > 0.0 => {
+            let bits = n as f64 * 8.0;
+            Some(bits / (bits / bps + facts.files.max(1) as f64 * transport.per_file_s))
+        }
+        _ => Some(bps),
+    }
+}
+
 /// Seconds to move `size` bytes at `bps` after `setup_s`.
 pub fn predicted_seconds(size: Option<u64>, bps: Option<f64>, setup_s: f64) -> Option<f64> {
     match (size, bps) {
@@ -192,7 +214,7 @@ fn blocked(req: &Request, facts: &Facts, r: &RouteOption, t: &TransportOption) -
     if !r.relays.is_empty() && !t.relayable {
         return Some(Verdict::NotRelayable);
     }
-    let bps = combined_bps(r, t);
+    let bps = effective_bps(facts, r, t);
     if bps.is_none() && (req.target_bps.is_some() || req.deadline_s.is_some()) {
         return Some(Verdict::Unpredicted);
     }
@@ -217,7 +239,7 @@ fn blocked(req: &Request, facts: &Facts, r: &RouteOption, t: &TransportOption) -
 /// Zone `route` holds the routes; zone `transport` one module per route and transport (`tcp`,
 /// `tcp via r1`), joined by an edge only to its own route and only when the combination can
 /// run. The rate and deadline terms sit on the transport modules, computed at the combination's
-/// rate ([`combined_bps`]); route modules carry terms of 0 and the route's price. Summing a
+/// rate ([`effective_bps`]); route modules carry terms of 0 and the route's price. Summing a
 /// route's rate and a transport's rate (one module each) would credit a relayed transfer with
 /// the transport's direct rate, which it does not get.
 pub fn plan(req: &Request, facts: &Facts) -> Result<Workflow, PlanError> {
@@ -225,7 +247,12 @@ pub fn plan(req: &Request, facts: &Facts) -> Result<Workflow, PlanError> {
     let best = facts
         .routes
         .iter()
-        .flat_map(|r| facts.transports.iter().map(move |t| combined_bps(r, t)))
+        .flat_map(|r| {
+            facts
+                .transports
+                .iter()
+                .map(move |t| effective_bps(facts, r, t))
+        })
         .flatten()
         .fold(0.0, f64::max);
     let reference = req.target_bps.unwrap_or(best);
@@ -313,7 +340,7 @@ fn modules(
     let mut combinations = Vec::new();
     for (ri, r) in facts.routes.iter().enumerate() {
         for (ti, t) in facts.transports.iter().enumerate() {
-            let bps = combined_bps(r, t);
+            let bps = effective_bps(facts, r, t);
             let source = if r.relays.is_empty() {
                 t.estimate.as_ref().or(r.estimate.as_ref())
             } else {

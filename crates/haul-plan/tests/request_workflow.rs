@@ -8,8 +8,8 @@ use haul_plan::workflow::Verdict::{
     Unpredicted,
 };
 use haul_plan::workflow::{
-    combined_bps, plan, predicted_seconds, Combination, Estimate, Facts, RouteOption,
-    TransportOption, Workflow,
+    combined_bps, effective_bps, plan, predicted_seconds, Combination, Estimate, Facts,
+    RouteOption, TransportOption, Workflow,
 };
 use haul_plan::PlanError;
 use proptest::prelude::*;
@@ -244,6 +244,7 @@ fn transport(name: &str, bps: Option<f64>, encrypted: bool, relayable: bool) -> 
         estimate,
         encrypted,
         relayable,
+        per_file_s: 0.0,
     }
 }
 
@@ -595,4 +596,24 @@ proptest! {
         prop_assert_eq!(r.validate(), Ok(()));
         check_against_brute_force(&r, &f)?;
     }
+}
+
+#[test]
+fn a_cost_per_file_slows_a_transport_on_many_files() {
+    // PLUT is faster on bytes, but each of 1,000 files costs it 0.5 s.
+    let mut slow_start = plut(Some(9e8));
+    slow_start.per_file_s = 0.5;
+    let mut f = facts(vec![direct(None)], vec![tcp(Some(4e8)), slow_start]);
+    (f.size, f.files) = (Some(1 << 30), 1);
+    assert_eq!(chosen(&planned(&req(), &f)), (0, 1), "one file: PLUT");
+    f.files = 1000;
+    let w = planned(&req(), &f);
+    assert_eq!(chosen(&w), (0, 0), "a thousand files: TCP");
+    let bits = (1u64 << 33) as f64;
+    let want = bits / (bits / 9e8 + 1000.0 * 0.5);
+    let got = combo(&w, 0, 1).predicted_bps.unwrap();
+    assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    // Unknown sizes leave the rate alone.
+    f.size = None;
+    assert_eq!(effective_bps(&f, &f.routes[0], &f.transports[1]), Some(9e8));
 }

@@ -61,22 +61,24 @@ pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
     let tune = args.tune.then(|| watch::tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();
     let mut stopped = None;
-    let result = haul_xfer::plan::plan(&src, &dst, &plan::plan_options(&args, &opts)).and_then(
-        |(route, mut jobs)| {
-            if let Some(only) = &args.only {
-                jobs.retain(|j| only.contains(&j.dst));
-            }
-            watch::transfer(
-                &mut args,
-                &opts,
-                route,
-                jobs,
-                tune,
-                &mut tuning,
-                &mut stopped,
-            )
-        },
-    );
+    let planned = match args.planned.take() {
+        Some(p) => Ok(*p),
+        None => haul_xfer::plan::plan(&src, &dst, &plan::plan_options(&args, &opts)),
+    };
+    let result = planned.and_then(|(route, mut jobs)| {
+        if let Some(only) = &args.only {
+            jobs.retain(|j| only.contains(&j.dst));
+        }
+        watch::transfer(
+            &mut args,
+            &opts,
+            route,
+            jobs,
+            tune,
+            &mut tuning,
+            &mut stopped,
+        )
+    });
     report::record(
         &args,
         &src,

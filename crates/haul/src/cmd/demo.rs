@@ -2,7 +2,11 @@
 //! this process, generates a sample dataset of mixed file sizes, and runs `haul send` on it: the
 //! plan (route and transport from what the server offers and the history knows), the probes,
 //! the transfer with the tuned settings and the live concurrency search, verification of every
-//! file end to end, the record in the history store, and the report.
+//! file end to end, the record in the history store, and the report. As root it runs on the
+//! emulator instead (`demo/emulate.rs`): a clean and a long lossy path, where the plan chooses
+//! differently.
+
+mod emulate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +31,10 @@ pub struct Args {
     /// Print a JSON summary.
     #[arg(long)]
     pub json: bool,
+    /// Stay on loopback even as root (as root the demo runs on the emulator: a clean and a
+    /// long lossy path, in network namespaces).
+    #[arg(long)]
+    pub loopback: bool,
 }
 
 /// Fills a file with seeded pseudo-random bytes (xorshift64*), fast and reproducible.
@@ -97,6 +105,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let (files, bytes) = generate(&src, args.size)?;
+    if !args.loopback && emulate::is_root() {
+        if !args.json {
+            println!(
+                "haul demo: {files} files ({}); as root, on the emulator (--loopback to stay on loopback)",
+                human_bytes(bytes)
+            );
+        }
+        let same = emulate::run(&src, &work, args.json)?;
+        if cleanup {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        if !same {
+            anyhow::bail!("demo destination differs from the source");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut cfg = ServerConfig::new(&src);
     cfg.listen = "127.0.0.1:0".parse()?;
     cfg.anonymous = true;

@@ -77,7 +77,7 @@ pub struct Stages {
 pub fn run_plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let req = args.request.request()?;
     let t = Instant::now();
-    let found = facts::discover(&req, &args.request)?;
+    let found = facts::discover(&req, &args.request, false)?;
     let discover_s = t.elapsed().as_secs_f64();
     let wf = workflow::plan(&req, &found.facts).context("planning")?;
     report::print_plan(&req, &found, &wf, discover_s, args.json)?;
@@ -99,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         stages.wait_s = s;
     }
     let t = Instant::now();
-    let mut found = facts::discover(&req, &args.request)?;
+    let mut found = facts::discover(&req, &args.request, true)?;
     stages.discover_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let must_predict = req.deadline_s.is_some() || req.target_bps.is_some();
@@ -289,7 +289,7 @@ fn transfer(
 fn copy(
     args: &Args,
     req: &haul_plan::request::Request,
-    found: &facts::Found,
+    found: &mut facts::Found,
     wf: &Workflow,
     chosen: &workflow::Combination,
     settings: probe::Settings,
@@ -314,6 +314,10 @@ fn copy(
         words.push("-q".into());
     }
     let mut cp = super::cp::args_from(&words).context("the planned copy's settings")?;
+    if found.facts.routes[chosen.route].relays.is_empty() {
+        // The first direct copy reuses the discovery's listing.
+        cp.planned = found.planned.take();
+    }
     cp.kind = Some("send");
     cp.watchdog = dog;
     cp.only = only;

@@ -174,6 +174,9 @@ pub struct Args {
     /// Only the files with these destinations (`haul send` continuing a stopped copy).
     #[arg(skip)]
     pub only: Option<std::collections::HashSet<String>>,
+    /// The route and files already planned (`haul send` lists the source once).
+    #[arg(skip)]
+    pub planned: Option<Box<(haul_xfer::Route, Vec<haul_xfer::plan::Job>)>>,
 }
 
 /// Called with every throughput sample of a copy; `Some(why)` stops it
