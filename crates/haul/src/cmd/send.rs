@@ -87,6 +87,18 @@ pub fn run_plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The request as it stands after the stages so far: the deadline is what is left of it (the
+/// wait, the discovery and the probes have used the rest), and the start is now.
+fn remaining(req: &haul_plan::request::Request, st: &Stages) -> haul_plan::request::Request {
+    let mut r = req.clone();
+    r.start_after_s = None;
+    let used = st.wait_s + st.discover_s + st.profile_s;
+    // A deadline already past is kept just above zero, so that the plan refuses it with the
+    // predicted time rather than as a malformed request.
+    r.deadline_s = req.deadline_s.map(|d| (d - used).max(1e-3));
+    r
+}
+
 /// Runs `haul send`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let req = args.request.request()?;
@@ -107,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         probe::unknown_transports(&mut found, &args.request, args.profile_budget, must_predict);
     stages.profile_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let wf = workflow::plan(&req, &found.facts).context("planning")?;
+    let wf = workflow::plan(&remaining(&req, &stages), &found.facts).context("planning")?;
     stages.plan_s = t.elapsed().as_secs_f64();
     let chosen = match &wf.chosen {
         Ok(c) => c.clone(),
@@ -274,7 +286,11 @@ fn transfer(
         if !args.quiet && !args.json {
             eprintln!("haul send: re-planning: {}", stop.why);
         }
-        wf = workflow::plan(req, &found.facts).context("re-planning")?;
+        // What is left must move either way: the re-plan looks for the fastest way to finish,
+        // without the deadline and target that would refuse it.
+        let mut rest = req.clone();
+        (rest.deadline_s, rest.target_bps, rest.start_after_s) = (None, None, None);
+        wf = workflow::plan(&rest, &found.facts).context("re-planning")?;
         if wf.chosen.is_err() {
             // Nothing else can run: continue on the same workflow, unwatched.
             wf.chosen = Ok(chosen);
@@ -336,4 +352,28 @@ fn copy(
 /// The history database a request reads and writes.
 fn history_path(p: &Option<PathBuf>) -> PathBuf {
     p.clone().unwrap_or_else(haul_store::Store::default_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_sees_what_is_left_of_the_deadline() {
+        let mut req = haul_plan::request::Request::new("ftp://a/x", "/tmp/x");
+        (req.start_after_s, req.deadline_s) = (Some(5.0), Some(60.0));
+        let st = Stages {
+            wait_s: 5.0,
+            discover_s: 2.0,
+            profile_s: 3.0,
+            ..Stages::default()
+        };
+        let r = remaining(&req, &st);
+        assert_eq!((r.start_after_s, r.deadline_s), (None, Some(50.0)));
+        assert_eq!(r.window_s(), Some(50.0));
+        // Past already: kept just above zero, so the plan refuses it with its prediction.
+        req.deadline_s = Some(8.0);
+        assert_eq!(remaining(&req, &st).deadline_s, Some(1e-3));
+        assert!(remaining(&req, &st).validate().is_ok());
+    }
 }
