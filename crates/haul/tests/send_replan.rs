@@ -81,6 +81,10 @@ fn a_copy_far_below_its_prediction_is_re_planned_and_completes_verified() {
     assert_eq!(attempts[1]["transport"], "plut", "{j:#}");
     assert!(attempts[1]["stopped"].is_null(), "{j:#}");
     assert_eq!(j["transfer"]["verified_files"], 1, "{j:#}");
+    assert_eq!(
+        j["transfer"]["transport"], "plut",
+        "the copy that finished: {j:#}"
+    );
     assert_eq!(fs::read(&b).unwrap(), data, "the re-planned copy differs");
     // The plan in force names the live rate the TCP estimate was replaced with.
     let live = j["zones"][1]["modules"]

@@ -275,7 +275,11 @@ impl Sent<'_> {
             "verified_files": s.verified,
             "checksum": s.checksum,
             "parallelism": self.copied.opts.parallelism,
-            "transport": self.found.facts.transports[self.chosen.transport].name,
+            // The last copy's: after a re-plan the first choice did not finish the transfer.
+            "transport": self.attempts.last().map_or(
+                self.found.facts.transports[self.chosen.transport].name.as_str(),
+                |a| a.transport.as_str(),
+            ),
             "tuning": self.copied.tuning,
         });
         v["predicted_bps"] = json!(self.chosen.predicted_bps);

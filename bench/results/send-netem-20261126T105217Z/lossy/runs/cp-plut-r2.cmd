@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul cp -r --transport plut --json ftp://10.78.0.1:2811/f-4294967296.bin /var/tmp/send-netem-dst/cp-plut-r2/f-4294967296.bin --history /tmp/send-netem-scratch/lossy-cp-plut-r2.sqlite

@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul send ftp://10.78.0.1:2811/f-4294967296.bin /var/tmp/send-netem-dst/send-cold-r2/f-4294967296.bin --history /tmp/send-netem-scratch/lossy-send-cold-r2.sqlite --json

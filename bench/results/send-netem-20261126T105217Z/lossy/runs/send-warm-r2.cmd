@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul send ftp://10.78.0.1:2811/f-4294967296.bin /var/tmp/send-netem-dst/send-warm-r2/f-4294967296.bin --history /work/main/bench/results/send-netem-20261126T105217Z/lossy/history-warm.sqlite --json
