@@ -174,9 +174,9 @@ impl Ctx<'_> {
         let p = Arc::new(Progress::default());
         if let Ok(mut m) = self.s.inflight.lock() {
             m.insert(id, (p.clone(), journal));
-            // Transfer::abort reads the map under this lock after setting `stop`: a file
+            // Transfer::abort reads the map under this lock after setting `aborted`: a file
             // registered after that reading stops here.
-            if self.s.stop.load(Ordering::Relaxed) && self.s.aborted.load(Ordering::Relaxed) {
+            if self.s.aborted.load(Ordering::Relaxed) {
                 p.abort();
             }
         }

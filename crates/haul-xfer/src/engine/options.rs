@@ -152,3 +152,14 @@ pub struct Summary {
     /// Pieces of split files that landed (0: every file moved whole).
     pub pieces: u64,
 }
+
+impl Summary {
+    /// The mean throughput in bits per second (0 for an instant transfer).
+    pub fn mean_bps(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.bytes as f64 * 8.0 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+}

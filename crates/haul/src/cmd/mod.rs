@@ -117,6 +117,15 @@ pub fn route(endpoint: &str) -> Vec<String> {
     }
 }
 
+/// The host an end is known by, in the history and in route choice alike: `host:port`, or
+/// [`LOCAL`](haul_overlay::gather::LOCAL) for a local path.
+pub fn host_id(e: &haul_xfer::Endpoint) -> String {
+    match e {
+        haul_xfer::Endpoint::Local(_) => haul_overlay::gather::LOCAL.to_string(),
+        haul_xfer::Endpoint::Remote(r) => r.host_port(),
+    }
+}
+
 /// The current time in Unix seconds (0 before the epoch).
 pub fn now_unix() -> f64 {
     std::time::SystemTime::now()

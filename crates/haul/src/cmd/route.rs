@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use haul_overlay::gather::{gather, Gathered, LOCAL};
+use haul_overlay::gather::{gather, Gathered};
 use haul_overlay::route::RouteParams;
 use haul_overlay::route::{choose, nest_url, Candidate, Graph, HostId, Leg, Reason, Route};
 use haul_store::{Filter, Outcome, Store};
@@ -62,14 +62,6 @@ pub struct Planned {
     pub gathered: Gathered,
     /// Each candidate relay's learned overhead factor.
     pub discounts: BTreeMap<HostId, f64>,
-}
-
-/// A host id for an endpoint: `host:port` of a URL, or [`LOCAL`].
-fn id_of(e: &Endpoint) -> HostId {
-    match e {
-        Endpoint::Remote(u) => u.host_port(),
-        Endpoint::Local(_) => LOCAL.to_string(),
-    }
 }
 
 /// A relay as given: `host:port` or a URL.
@@ -192,7 +184,13 @@ pub fn plan(
         max_relays: a.max_relays,
         threshold: a.threshold,
     };
-    let route = choose(&graph, &id_of(&s), &id_of(&d), &candidates, &params)?;
+    let route = choose(
+        &graph,
+        &super::host_id(&s),
+        &super::host_id(&d),
+        &candidates,
+        &params,
+    )?;
     let by_id: BTreeMap<HostId, &RemoteUrl> = relays.iter().map(|u| (u.host_port(), u)).collect();
     let chain: Vec<&RemoteUrl> = route
         .relays()

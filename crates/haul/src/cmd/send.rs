@@ -265,11 +265,7 @@ fn transfer(
             copied.summary.duration_s += done.iter().map(|a| a.seconds).sum::<f64>();
             return Ok((copied, attempts, wf));
         };
-        let live = if s.duration_s > 0.0 {
-            s.bytes as f64 * 8.0 / s.duration_s
-        } else {
-            0.0
-        };
+        let live = s.mean_bps();
         let est = workflow::Estimate {
             bps: live,
             source: format!(

@@ -38,7 +38,7 @@ fn human_summary(args: &Args, s: &Summary) -> String {
         s.files,
         human_bytes(s.bytes),
         s.duration_s,
-        human_rate(throughput_bps(s)),
+        human_rate(s.mean_bps()),
         verify,
         if s.retransferred > 0 {
             format!("; {} re-sent after checksum mismatch", s.retransferred)
@@ -48,24 +48,7 @@ fn human_summary(args: &Args, s: &Summary) -> String {
     )
 }
 
-/// The mean throughput of the transfer in bits per second (0 for an instant one).
-fn throughput_bps(s: &Summary) -> f64 {
-    if s.duration_s > 0.0 {
-        s.bytes as f64 * 8.0 / s.duration_s
-    } else {
-        0.0
-    }
-}
-
 pub(super) use crate::cmd::now_unix;
-
-/// The host an end is recorded under in the history: `host:port`, or `local`.
-pub(super) fn host_of(e: &Endpoint) -> String {
-    match e {
-        Endpoint::Local(_) => "local".into(),
-        Endpoint::Remote(r) => r.host_port(),
-    }
-}
 
 /// How the files were checked, for `--json`: `checksum`, or why not.
 fn verification(args: &Args, s: &Summary) -> &'static str {
@@ -94,7 +77,7 @@ fn json_summary(
         "files": s.files,
         "bytes": s.bytes,
         "duration_s": s.duration_s,
-        "throughput_bps": throughput_bps(s),
+        "throughput_bps": s.mean_bps(),
         "verification": verification(args, s),
         "verified_files": s.verified,
         "unverified_files": s.files.saturating_sub(s.verified),
@@ -209,8 +192,8 @@ pub(super) fn record(
         duration_s: duration,
         source: src.to_string(),
         destination: dst.to_string(),
-        source_host: host_of(src),
-        destination_host: host_of(dst),
+        source_host: crate::cmd::host_id(src),
+        destination_host: crate::cmd::host_id(dst),
         params: Params {
             parallelism: Some(opts.parallelism),
             concurrency: Some(tuning.last().map_or(opts.concurrency, |s| s.next)),

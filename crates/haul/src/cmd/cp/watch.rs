@@ -12,7 +12,6 @@ use haul_xfer::{Endpoint, Options, Route, Summary, Transfer, XferError};
 
 use super::args::Args;
 use super::plan::piece_bytes;
-use super::report::host_of;
 
 /// Why a copy was stopped by its watchdog, and the files it still owed.
 #[derive(Debug, Clone)]
@@ -191,7 +190,7 @@ pub(super) fn tune_config(
     cfg.estimate = args.tune_estimate;
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     let best = Store::open(&path).ok().and_then(|s| {
-        s.best_for_host_pair(&host_of(src), &host_of(dst), "cp")
+        s.best_for_host_pair(&crate::cmd::host_id(src), &crate::cmd::host_id(dst), "cp")
             .ok()
             .flatten()
     });

@@ -94,13 +94,6 @@ struct PaidRelay {
     cost: u32,
 }
 
-fn host_of(e: &Endpoint) -> String {
-    match e {
-        Endpoint::Local(_) => "local".into(),
-        Endpoint::Remote(r) => r.host_port(),
-    }
-}
-
 /// Learns everything the planner needs about `req`. For `haul send` (`send`) of a request that
 /// cannot be refused, the source is listed as the copy lists it (creating the destination's
 /// directories), so the copy need not list it again; otherwise it is only walked.
@@ -168,7 +161,7 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
         let (f, b) = list_local(p)?;
         (files, bytes) = (f, Some(b));
     }
-    let pair = (host_of(&s), host_of(&d));
+    let pair = (crate::cmd::host_id(&s), crate::cmd::host_id(&d));
     let encrypted = [&src, &dst]
         .iter()
         .all(|u| u.as_ref().is_none_or(|u| u.tls));
@@ -247,11 +240,15 @@ fn list_remote(sess: &mut Session, path: &str) -> anyhow::Result<(u64, u64)> {
     if !dir {
         return Ok((1, size));
     }
-    let tree = walk_remote(sess, path, WalkLimits::default())?;
-    Ok((
+    Ok(totals(&walk_remote(sess, path, WalkLimits::default())?))
+}
+
+/// Files and bytes of a walked tree.
+fn totals<P>(tree: &haul_xfer::walk::Tree<P>) -> (u64, u64) {
+    (
         tree.files.len() as u64,
         tree.files.iter().map(|f| f.1).sum(),
-    ))
+    )
 }
 
 /// Files and bytes under a local path.
@@ -260,11 +257,7 @@ fn list_local(p: &Path) -> anyhow::Result<(u64, u64)> {
     if !md.is_dir() {
         return Ok((1, md.len()));
     }
-    let tree = walk_local(p, WalkLimits::default())?;
-    Ok((
-        tree.files.len() as u64,
-        tree.files.iter().map(|f| f.1).sum(),
-    ))
+    Ok(totals(&walk_local(p, WalkLimits::default())?))
 }
 
 /// The transports to consider: `--transports`, or TCP and PLUT.

@@ -180,9 +180,7 @@ fn probe(
         Ok(c) => {
             out.bytes = c.summary.bytes;
             out.seconds = c.summary.duration_s;
-            if c.summary.duration_s > 0.0 {
-                out.bps = c.summary.bytes as f64 * 8.0 / c.summary.duration_s;
-            }
+            out.bps = c.summary.mean_bps();
         }
         Err(e) => out.error = Some(format!("{e:#}")),
     }

@@ -236,12 +236,7 @@ pub struct Sent<'a> {
 
 impl Sent<'_> {
     fn achieved_bps(&self) -> f64 {
-        let s = &self.copied.summary;
-        if s.duration_s > 0.0 {
-            s.bytes as f64 * 8.0 / s.duration_s
-        } else {
-            0.0
-        }
+        self.copied.summary.mean_bps()
     }
 
     /// Seconds from the request to the end of the transfer, waiting excluded.
