@@ -112,14 +112,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 human_bytes(bytes)
             );
         }
-        let same = emulate::run(&src, &work, args.json)?;
-        if cleanup {
-            let _ = std::fs::remove_dir_all(&work);
+        if let Some(same) = emulate::run(&src, &work, args.json)? {
+            if cleanup {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            if !same {
+                anyhow::bail!("demo destination differs from the source");
+            }
+            return Ok(ExitCode::SUCCESS);
         }
-        if !same {
-            anyhow::bail!("demo destination differs from the source");
-        }
-        return Ok(ExitCode::SUCCESS);
     }
     let mut cfg = ServerConfig::new(&src);
     cfg.listen = "127.0.0.1:0".parse()?;
