@@ -12,7 +12,8 @@ Definitions:
               goodput as < size / TIMEOUT_S); a median that lands on such a run is a bound (>=, <)
   failed      a run that exited non-zero before its time was up, or whose bytes on disk differ
               from the data set's: counted, left out of the medians
-  best fixed  of cp-default, cp-tune and cp-plut, the one with the lowest median wall time
+  best fixed  of cp-default, cp-tune, cp-plut and cp-relay (those run), the one with the lowest
+              median wall time
   ratio       best fixed's median wall / this row's median wall (>= 0.90 is the goal for
               send-cold, >= 0.95 for send-warm); vs guc: globus-url-copy's median wall / this
               row's (>= 1.00: never slower than globus-url-copy)
@@ -25,14 +26,16 @@ import statistics
 import sys
 from pathlib import Path
 
-ORDER = ["send-cold", "send-warm", "cp-default", "cp-tune", "cp-plut", "guc"]
-FIXED = ["cp-default", "cp-tune", "cp-plut"]
+ORDER = ["send-cold", "send-warm", "send-deadline", "cp-default", "cp-tune", "cp-plut", "cp-relay", "guc"]
+FIXED = ["cp-default", "cp-tune", "cp-plut", "cp-relay"]
 LABEL = {
     "send-cold": "`haul send`, empty history",
     "send-warm": "`haul send`, warm history",
+    "send-deadline": "`haul send --deadline`, empty history",
     "cp-default": "`haul cp -r` (defaults)",
     "cp-tune": "`haul cp -r --tune`",
     "cp-plut": "`haul cp -r --transport plut`",
+    "cp-relay": "`haul cp -r` through the relay in b",
     "guc": "`globus-url-copy -fast -cc 4 -p 4 -pp`",
 }
 GOAL = {"send-cold": 0.90, "send-warm": 0.95}
@@ -184,7 +187,7 @@ def main():
         fixed = [c for c in FIXED if c in stats and stats[c]["wall"].x is not None]
         best = min(fixed, key=lambda c: (stats[c]["wall"].x, stats[c]["wall"].kind != "=")) if fixed else None
         guc = stats.get("guc", {}).get("wall", Val(None))
-        p(f"Best fixed choice (lowest median wall of {', '.join(FIXED)}): **{best or '–'}**.\n")
+        p(f"Best fixed choice (lowest median wall of {', '.join(fixed)}): **{best or '–'}**.\n")
         p("| contender | ok / runs | timeouts | failed | wall s, median | wall min – max | goodput Mbit/s, median "
           "| goodput min – max | best fixed / this | guc / this | loss drops a→b | queue drops a→b | host busy % |")
         p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -251,10 +254,15 @@ def main():
                                    f"{x['seconds']:.1f} s = {x['bps'] / 1e6:.0f}" + (" ERR" if x.get("error") else "")
                                    for x in pr) or "none"
                 att = j.get("attempts", [])
-                stops = [a.get("stopped") for a in att if a.get("stopped")]
-                notes = "; ".join(j.get("notes", []) + [f"re-planned: {x}" for x in stops])
+                stops = [("trial stopped: " if a.get("trial") else "re-planned: ") + a["stopped"]
+                         for a in att if a.get("stopped")]
+                dl = []
+                if j.get("deadline_met") is not None:
+                    dl = [f"deadline {'met' if j['deadline_met'] else 'MISSED'} ({fnum(j.get('total_s'), 1)} s)"]
+                notes = "; ".join(dl + j.get("notes", []) + stops)
                 ch = j.get("chosen") or {}
-                tr = " → ".join(a["transport"] for a in att) or ch.get("transport", "?")
+                tr = " → ".join(f"{a['transport']}{'' if a['route'] == 'direct' else ' ' + a['route']}"
+                                f"{' (trial)' if a.get('trial') else ''}" for a in att) or ch.get("transport", "?")
                 pb = ch.get("predicted_bps")
                 ab = j.get("achieved_bps")
                 sett = j.get("settings", {})

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `haul send` (plan, profile, tune, move, verify) side by side with fixed choices on haul's WAN
 # emulator: does the planner, with its discovery and probing counted, get what the best fixed
-# choice gets? Two hosts a - b, data always a -> b (servers in a, clients in b). Needs root.
+# choice gets? Two hosts a - b, data always a -> b (servers in a, clients in b), or, in the
+# chain, three a - b - c (servers in a, a relay in b, clients in c). Needs root.
 #
-#   bench/send-netem.sh                          # both scenarios below, in this order
+#   bench/send-netem.sh                          # the three scenarios below, in this order
 #   bench/send-netem.sh lossy                    # only this one
 #   REPS=1 SIZE_lossy=1G TIMEOUT_S=120 bench/send-netem.sh   # a quick smoke run
 #
@@ -13,6 +14,13 @@
 #          drawn with SEED) in 20 directories plus NBIG (4) files of BIG (256 MiB), ~2 GiB.
 #   lossy  1 Gb/s, RTT 100 ms, Bernoulli loss 0.1 % a -> b only (ACKs are not lost), MTU 1500;
 #          one file of SIZE_lossy (default 8G).
+#   chain  a - b 100 Mb/s, RTT 10 ms, with XCHAIN (28: 70 % load) Pareto on/off cross traffic
+#          sources a -> b (002 §5.2's second experiment); b - c 100 Mb/s, RTT 90 ms; one file of
+#          SIZE_chain (default 256M) from a to c. The origin is the site's globus-gridftp-server
+#          (a:2812, TCP only: no PLUT), which haul reaches direct or through a haul relay in b:
+#            haul serve --anonymous --no-history --relay-allow A:2812 --relay-anonymous
+#          The client's services file ($XDG_CONFIG_HOME/haul/services.toml, given to the send
+#          contenders only) lists the relay, so `haul send` still takes only SRC and DST.
 # Every host gets CC (cubic), tcp_rmem/tcp_wmem max RMEM_MAX (64 MiB), tcp_no_metrics_save=1.
 # Servers in a over DATA (random bytes in /dev/shm, removed at the end):
 #   haul serve --anonymous --no-history --root DATA --listen 10.78.0.1:2811
@@ -22,9 +30,13 @@
 #   send-cold   haul send SRC DEST --history H --json, H a fresh empty history every run
 #   send-warm   haul send SRC DEST --history H_WARM --json, H_WARM kept for the whole scenario
 #               (warmed by one unmeasured `haul send` before round 1)
+#   send-deadline  haul send SRC DEST --history H --json --deadline DEADLINE (default 180s), H
+#               fresh: a feasible deadline, planned cold, met or not (its JSON's deadline_met)
 #   cp-default  haul cp -r --json SRC DEST --history H (a fresh one every run: a fixed choice)
 #   cp-tune     haul cp -r --tune --json SRC DEST --history H (fresh)
 #   cp-plut     haul cp -r --transport plut --json SRC DEST --history H (fresh) [PLUT_RATE]
+#   cp-relay    haul cp -r --json ftp://B:2811/ftp://A:2812/DATA/F DEST --history H (fresh; chain)
+# In the chain every haul contender reads from the Globus origin, ftp://A:2812/DATA/F.
 #   guc         globus-url-copy -fast -cc 4 -p 4 -pp [-r] ftp://A:2812/DATA/... file:///DEST
 # A round runs every contender once, 2 s (GAP_S) apart; round r starts at the r-th contender
 # (A B C D E F, B C D E F A, ...). Per run: runs.csv (rc, wall, bytes that arrived, goodput,
@@ -53,13 +65,22 @@ NSMALL=${NSMALL:-2000}
 NBIG=${NBIG:-4}
 BIG=${BIG:-256M}
 SIZE_lossy=${SIZE_lossy:-8G}
-PLUT_RATE=${PLUT_RATE:-}                        # empty: haul cp's default
+SIZE_chain=${SIZE_chain:-256M}
+XCHAIN=${XCHAIN:-28}
+PLUT_RATE=${PLUT_RATE:-}
+DEADLINE=${DEADLINE:-180s}                        # empty: haul cp's default
 CONTENDERS=${CONTENDERS:-send-cold send-warm cp-default cp-tune cp-plut guc}
+C_chain=${C_chain:-send-cold send-warm cp-default cp-tune cp-relay guc}
+# C_mixed, C_lossy: that scenario's contenders instead of CONTENDERS (e.g. leaving out one
+# known to time out).
+C_mixed=${C_mixed:-}
+C_lossy=${C_lossy:-}
 KEEP_DATA=${KEEP_DATA:-0}
 TS=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${OUT:-$here/results/send-netem-$TS}
-SCENARIOS=${*:-mixed lossy}
+SCENARIOS=${*:-mixed lossy chain}
 A=10.78.0.1
+B=10.78.1.1   # b's address on the b - c link (the chain's relay)
 
 topology() { # scenario
     case $1 in
@@ -88,6 +109,26 @@ mtu = 1500
 loss = "0.1%"
 EOF
         ;;
+    chain)
+        cat <<EOF
+# 002 §5.2's second experiment: a-b 100 Mb/s, RTT 10 ms, with $XCHAIN Pareto on/off cross traffic
+# sources in the data direction (a -> b); b-c 100 Mb/s, RTT 90 ms. Data flows a -> b -> c, from
+# the origin's globus-gridftp-server in a (TCP only), direct or through a haul relay in b.
+[[link]]
+a = "a"
+b = "b"
+rate = "100mbit"
+rtt = "10ms"
+[link.ab]
+cross_sources = $XCHAIN
+
+[[link]]
+a = "b"
+b = "c"
+rate = "100mbit"
+rtt = "90ms"
+EOF
+        ;;
     *) echo "unknown scenario $1" >&2; return 2 ;;
     esac
 }
@@ -96,8 +137,8 @@ EOF
 [ -x "$SRC_HAUL" ] || { echo "missing $SRC_HAUL: CARGO_TARGET_DIR=/tmp/target-bench cargo build --release -p haul" >&2; exit 2; }
 command -v globus-url-copy >/dev/null && [ -x /usr/sbin/globus-gridftp-server ] || { echo "needs globus-url-copy and globus-gridftp-server" >&2; exit 2; }
 for s in $SCENARIOS; do topology "$s" >/dev/null; done
-for c in $CONTENDERS; do
-    case $c in send-cold|send-warm|cp-default|cp-tune|cp-plut|guc) ;; *) echo "unknown contender $c" >&2; exit 2 ;; esac
+for c in $CONTENDERS $C_chain $C_mixed $C_lossy; do
+    case $c in send-cold|send-warm|send-deadline|cp-default|cp-tune|cp-plut|cp-relay|guc) ;; *) echo "unknown contender $c" >&2; exit 2 ;; esac
 done
 mkdir -p "$OUT"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/driver.log" >&2; }
@@ -144,7 +185,8 @@ fi
 cat >"$OUT/config.json" <<EOF
 {"started_utc":"$TS","scenarios":"$SCENARIOS","contenders":"$CONTENDERS","reps":$REPS,"timeout_s":$TIMEOUT_S,
  "gap_s":$GAP_S,"congestion":"$CC","rmem_max":$RMEM_MAX,"nice":$NICE,"seed":$SEED,"nsmall":$NSMALL,"nbig":$NBIG,
- "big":"$BIG","size_lossy":"$SIZE_lossy","plut_rate":"$PLUT_RATE","data":"$DATA","dest_root":"$DEST_ROOT",
+ "big":"$BIG","size_lossy":"$SIZE_lossy","size_chain":"$SIZE_chain","xchain":$XCHAIN,"contenders_chain":"$C_chain",
+ "contenders_mixed":"$C_mixed","contenders_lossy":"$C_lossy","deadline":"$DEADLINE","plut_rate":"$PLUT_RATE","data":"$DATA","dest_root":"$DEST_ROOT",
  "dest_fs":"$(df -T "$DEST_ROOT" | awk 'NR == 2 { print $2 }')",
  "haul":"$SRC_HAUL","haul_version":"$("$HAUL" --version 2>&1 | head -1)","haul_sha256":"$(sha256sum "$HAUL" | cut -c1-16)",
  "git_head":"$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null)","git_dirty":$(git -C "$here/.." status --porcelain 2>/dev/null | grep -q . && echo true || echo false),
@@ -210,8 +252,9 @@ scenario() { # name
         expected=$(cat "$DATA/$key.done"); files=$((NSMALL + NBIG))
         src_path=mixed; guc_src="$DATA/mixed/"; dst_leaf=mixed
         ;;
-    lossy)
-        expected=$(bytes_of "$SIZE_lossy"); files=1
+    lossy|chain)
+        local size=$SIZE_lossy; [ "$s" = chain ] && size=$SIZE_chain
+        expected=$(bytes_of "$size"); files=1
         local f="f-$expected.bin"
         if [ "$(stat -c %s "$DATA/$f" 2>/dev/null || echo 0)" != "$expected" ]; then
             log "making $DATA/$f"
@@ -222,33 +265,48 @@ scenario() { # name
     esac
     chmod -R a+rX "$DATA"
     topology "$s" >"$d/topology.toml"
-    log "== $s: $files file(s), $expected B, $REPS rounds of: $CONTENDERS"
+    # The client's host, and every host of the testbed.
+    local cl=b hosts="a b" conts_v="C_$s"
+    local conts_s=${!conts_v:-$CONTENDERS}
+    [ "$s" = chain ] && { cl=c; hosts="a b c"; }
+    log "== $s: $files file(s), $expected B, $REPS rounds of: $conts_s"
     netem up "$d/topology.toml" --prefix "$PREFIX" | tee "$d/netem-up.txt" >&2
-    for h in a b; do
+    for h in $hosts; do
         ip netns exec "$PREFIX$h" sysctl -qw "net.ipv4.tcp_congestion_control=$CC" \
             "net.ipv4.tcp_rmem=4096 131072 $RMEM_MAX" "net.ipv4.tcp_wmem=4096 16384 $RMEM_MAX" \
             net.ipv4.tcp_no_metrics_save=1
     done
-    { for h in a b; do echo "$h: $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_congestion_control) rmem $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_rmem) wmem $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_wmem) no_metrics_save $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_no_metrics_save)"; done; } >"$d/sysctl.txt"
+    { for h in $hosts; do echo "$h: $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_congestion_control) rmem $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_rmem) wmem $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_wmem) no_metrics_save $(ip netns exec "$PREFIX$h" sysctl -n net.ipv4.tcp_no_metrics_save)"; done; } >"$d/sysctl.txt"
     local serve globus
     printf '127.0.0.1 localhost\n%s haul-a\n' "$A" >"$d/hosts"
     start_in a "$d/serve.log" "$HAUL" serve --anonymous --no-history --root "$DATA" --listen "$A:2811"
     serve=$LAST_PID
     start_in a "$d/globus.log" unshare -m sh -c "mount --bind $d/hosts /etc/hosts && exec /usr/sbin/globus-gridftp-server -c /dev/null -aa -anonymous-user nobody -p 2812 -control-interface $A -data-interface $A -home-dir /"
     globus=$LAST_PID
-    wait_tcp b "$A" 2811; wait_tcp b "$A" 2812
-    log "haul serve pid $serve, globus pid $globus, emulator pid $(cat "$STATE/daemon.pid" 2>/dev/null)"
-
+    wait_tcp "$cl" "$A" 2811; wait_tcp "$cl" "$A" 2812
     local src="ftp://$A:2811/$src_path" hwarm="$d/history-warm.sqlite" plut=()
     [ -n "$PLUT_RATE" ] && plut=(--plut-rate "$PLUT_RATE")
     rm -f "$hwarm"*
+    local relay=$globus cfg=()
+    if [ "$s" = chain ]; then
+        start_in b "$d/relay.log" "$HAUL" serve --anonymous --no-history --root "$DATA" --listen "$B:2811" \
+            --relay-allow "$A:2812" --relay-anonymous
+        relay=$LAST_PID
+        wait_tcp c "$B" 2811
+        mkdir -p "$d/config/haul"
+        printf '# The relay in b, offered at no cost.\n[[relay]]\naddress = "%s:2811"\ncost = 0\n' "$B" >"$d/config/haul/services.toml"
+        cfg=(env "XDG_CONFIG_HOME=$d/config")
+        src="ftp://$A:2812$guc_src"
+    fi
+    log "haul serve pid $serve, globus pid $globus, relay pid $relay, emulator pid $(cat "$STATE/daemon.pid" 2>/dev/null)"
+
 
     # The warm-up of send-warm's history: one unmeasured `haul send`.
-    if [[ " $CONTENDERS " == *" send-warm "* ]]; then
+    if [[ " $conts_s " == *" send-warm "* ]]; then
         local w="$DEST_ROOT/warmup" rc=0 s0 s1
         rm -rf "$w"; mkdir -p "$w"
         s0=$(now)
-        ip netns exec "$PREFIX"b timeout -s KILL "$TIMEOUT_S" "$HAUL" send "$src" "$w/$dst_leaf" --history "$hwarm" --json \
+        ip netns exec "$PREFIX$cl" timeout -s KILL "$TIMEOUT_S" "${cfg[@]}" "$HAUL" send "$src" "$w/$dst_leaf" --history "$hwarm" --json \
             >"$d/warmup.json" 2>"$d/warmup.err" || rc=$?
         s1=$(now)
         log "$s warm-up send: exit $rc, $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", b - a }') s, $(bytes_under "$w") B, transport $(jq -r '.chosen.transport // "?"' "$d/warmup.json" 2>/dev/null)"
@@ -256,7 +314,7 @@ scenario() { # name
         sleep "$GAP_S"
     fi
 
-    local conts=($CONTENDERS) n r i k c name dst cmd rc s0 s1 b0 b1 t0 t1 got alloc hist status
+    local conts=($conts_s) n r i k c name dst cmd rc s0 s1 b0 b1 t0 t1 got alloc hist status
     n=${#conts[@]}
     for r in $(seq 1 "$REPS"); do
         for k in $(seq 0 $((n - 1))); do
@@ -267,10 +325,13 @@ scenario() { # name
             hist="$SCRATCH/$s-$name.sqlite"; rm -f "$hist"*
             case $c in
             send-cold)  : >"$hist"
-                        cmd=("$HAUL" send "$src" "$dst/$dst_leaf" --history "$hist" --json) ;;
-            send-warm)  cmd=("$HAUL" send "$src" "$dst/$dst_leaf" --history "$hwarm" --json) ;;
+                        cmd=("${cfg[@]}" "$HAUL" send "$src" "$dst/$dst_leaf" --history "$hist" --json) ;;
+            send-warm)  cmd=("${cfg[@]}" "$HAUL" send "$src" "$dst/$dst_leaf" --history "$hwarm" --json) ;;
+            send-deadline) : >"$hist"
+                        cmd=("${cfg[@]}" "$HAUL" send "$src" "$dst/$dst_leaf" --history "$hist" --json --deadline "$DEADLINE") ;;
             cp-default) cmd=("$HAUL" cp -r --json "$src" "$dst/$dst_leaf" --history "$hist") ;;
             cp-tune)    cmd=("$HAUL" cp -r --tune --json "$src" "$dst/$dst_leaf" --history "$hist") ;;
+            cp-relay)   cmd=("$HAUL" cp -r --json "ftp://$B:2811/$src" "$dst/$dst_leaf" --history "$hist") ;;  # src: the Globus origin
             cp-plut)    cmd=("$HAUL" cp -r --transport plut "${plut[@]}" --json "$src" "$dst/$dst_leaf" --history "$hist") ;;
             guc)        if [ "$s" = mixed ]; then
                             cmd=(globus-url-copy -fast -cc 4 -p 4 -pp -r "ftp://$A:2812$guc_src" "file://$dst/$dst_leaf/")
@@ -283,7 +344,7 @@ scenario() { # name
             read -r b0 t0 < <(busy)
             rc=0
             s0=$(now)
-            ip netns exec "$PREFIX"b timeout -s KILL "$TIMEOUT_S" "${cmd[@]}" >"$d/runs/$name.out" 2>"$d/runs/$name.err" || rc=$?
+            ip netns exec "$PREFIX$cl" timeout -s KILL "$TIMEOUT_S" "${cmd[@]}" >"$d/runs/$name.out" 2>"$d/runs/$name.err" || rc=$?
             s1=$(now)
             read -r b1 t1 < <(busy)
             netem stats --json >"$d/runs/$name.stats1.json"
@@ -319,15 +380,15 @@ scenario() { # name
             log "$s $name: exit $rc ($status), $(tail -1 "$OUT/runs.csv" | awk -F, '{ printf "%s s, %s (written %s) of %s B, %s Mbit/s%s", $7, $9, $10, $8, $11, ($13 != "" ? ", " $13 " " $18 " attempt(s), profile " $15 " s" : "") }')"
             [ "$status" = ok ] || log "  stderr: $(tail -c 600 "$d/runs/$name.err" | tr '\n' ' ')"
             rm -rf "$dst" "$hist"*
-            for pp in "$serve" "$globus"; do
+            for pp in "$serve" "$globus" "$relay"; do
                 kill -0 "$pp" 2>/dev/null || { log "a server died (pid $pp)"; exit 1; }
             done
             sleep "$GAP_S"
         done
     done
     netem stats --json >"$d/netem-stats-end.json"
-    for pp in "$serve" "$globus"; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null; done
-    for pp in "$serve" "$globus"; do wait "$pp" 2>/dev/null || true; done
+    for pp in "$serve" "$globus" "$relay"; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null; done
+    for pp in "$serve" "$globus" "$relay"; do wait "$pp" 2>/dev/null || true; done
     pids=()
     netem down --prefix "$PREFIX" >>"$OUT/driver.log" 2>&1
     [ "$KEEP_DATA" = 1 ] || rm -rf "$DATA/mixed" "$DATA"/mixed-*.done "$DATA"/f-*.bin

@@ -41,19 +41,26 @@ pub fn gather(
     let mut answers = Vec::new();
     let mut by_addr: HashMap<IpAddr, HostId> = HashMap::new();
     let mut local_addrs = Vec::new();
-    for (id, url) in servers {
-        let tls = if url.tls { tls } else { None };
-        let mut s = match Session::open(url, tls, PasvAddress::ControlPeer) {
-            Ok(s) => s,
-            Err(e) => {
-                g.notes
-                    .push(format!("{id}: {}", crate::redact(&e.to_string())));
-                continue;
-            }
-        };
-        by_addr.insert(s.ctl.peer.ip(), id.clone());
-        local_addrs.push(s.ctl.local.ip());
-        match s.btc() {
+    // Every server at once: each answer costs a login, several round trips on a long path.
+    let asked: Vec<Asked> = std::thread::scope(|sc| {
+        let handles: Vec<_> = servers
+            .iter()
+            .map(|(_, url)| sc.spawn(move || ask(url, tls)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Asked::failed("asking panicked"))
+            })
+            .collect()
+    });
+    for ((id, _), a) in servers.iter().zip(asked) {
+        if let Some((peer, local)) = a.addrs {
+            by_addr.insert(peer, id.clone());
+            local_addrs.push(local);
+        }
+        match a.answer {
             Ok(Some(shared)) => {
                 if shared.relays {
                     g.relays.push(id.clone());
@@ -63,11 +70,8 @@ pub fn gather(
             Ok(None) => g
                 .notes
                 .push(format!("{id}: shares no predictions (no BTC in FEAT)")),
-            Err(e) => g
-                .notes
-                .push(format!("{id}: {}", crate::redact(&e.to_string()))),
+            Err(e) => g.notes.push(format!("{id}: {e}")),
         }
-        s.quit();
     }
     // The client is whoever the servers saw us as; a server's own address names the server.
     for a in local_addrs {
@@ -111,4 +115,34 @@ pub fn gather(
     legs.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
     g.legs = legs;
     g
+}
+
+/// One server's answer to `SITE BTC`, with the addresses the control connection had.
+struct Asked {
+    /// The server's and the client's address on the control connection.
+    addrs: Option<(IpAddr, IpAddr)>,
+    /// Its predictions (None: it shares none); Err: why it could not be asked, redacted.
+    answer: Result<Option<haul_proto::btc::Shared>, String>,
+}
+
+impl Asked {
+    fn failed(why: &str) -> Asked {
+        Asked {
+            addrs: None,
+            answer: Err(why.to_string()),
+        }
+    }
+}
+
+/// Logs into `url` and asks for its predictions.
+fn ask(url: &RemoteUrl, tls: Option<&ClientTls>) -> Asked {
+    let tls = if url.tls { tls } else { None };
+    let mut s = match Session::open(url, tls, PasvAddress::ControlPeer) {
+        Ok(s) => s,
+        Err(e) => return Asked::failed(&crate::redact(&e.to_string())),
+    };
+    let addrs = Some((s.ctl.peer.ip(), s.ctl.local.ip()));
+    let answer = s.btc().map_err(|e| crate::redact(&e.to_string()));
+    s.quit();
+    Asked { addrs, answer }
 }

@@ -264,7 +264,7 @@ impl Transfer {
 fn piece_size(route: &Route, opts: &Options, jobs: &[Job]) -> Option<u64> {
     let mem = jobs
         .iter()
-        .any(|j| j.src == crate::worker::DEV_ZERO || j.dst == crate::worker::DEV_NULL);
+        .any(|j| crate::worker::is_dev_zero(&j.src) || crate::worker::is_dev_null(&j.dst));
     let ok = matches!(route, Route::Download(_))
         && opts.transport.net_stack().is_some()
         && !opts.resume

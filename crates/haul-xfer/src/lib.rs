@@ -24,4 +24,4 @@ pub use path::PathEstimate;
 pub use schedule::{ClusterInfo, Clustering};
 pub use session::PasvAddress;
 pub use url::{Endpoint, RemoteUrl};
-pub use worker::{DEV_NULL, DEV_ZERO};
+pub use worker::{is_dev_null, is_dev_zero, DEV_NULL, DEV_ZERO};

@@ -9,7 +9,7 @@ use crate::session::{PasvAddress, Session};
 use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 use crate::walk::{walk_local, walk_remote, WalkLimits};
-use crate::DEV_ZERO;
+use crate::worker::is_dev_zero;
 
 /// One file to move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,7 +202,7 @@ fn zero_len(opts: &PlanOptions) -> Result<u64, XferError> {
 /// The files of a download from `s` to the local `d`, creating local directories on the way.
 fn plan_download(s: &RemoteUrl, d: &Path, opts: &PlanOptions) -> Result<Vec<Job>, XferError> {
     let d_str = d.display().to_string();
-    if s.path == DEV_ZERO {
+    if is_dev_zero(&s.path) {
         local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
         return Ok(vec![Job::new(s.path.clone(), d_str, zero_len(opts)?)]);
     }
@@ -239,7 +239,7 @@ fn plan_download(s: &RemoteUrl, d: &Path, opts: &PlanOptions) -> Result<Vec<Job>
 /// The files of an upload from the local `sp` to `d`, creating remote directories on the way.
 fn plan_upload(sp: &Path, d: &RemoteUrl, opts: &PlanOptions) -> Result<Vec<Job>, XferError> {
     let s_str = sp.display().to_string();
-    if s_str == DEV_ZERO {
+    if is_dev_zero(&s_str) {
         return Ok(vec![Job::new(s_str, d.path.clone(), zero_len(opts)?)]);
     }
     let md = std::fs::metadata(sp).map_err(|e| XferError::io(&s_str, e))?;
@@ -284,7 +284,7 @@ fn plan_third_party(
     d: &RemoteUrl,
     opts: &PlanOptions,
 ) -> Result<Vec<Job>, XferError> {
-    if s.path == DEV_ZERO {
+    if is_dev_zero(&s.path) {
         return Ok(vec![Job::new(
             s.path.clone(),
             d.path.clone(),

@@ -26,6 +26,30 @@ pub const DEV_ZERO: &str = "/dev/zero";
 /// See [`DEV_ZERO`].
 pub const DEV_NULL: &str = "/dev/null";
 
+/// Whether a server path names the zero source: [`DEV_ZERO`], or a nested URL (a route through
+/// relays, docs/relay.md) whose innermost path is it, so memory-to-memory runs can be relayed.
+pub fn is_dev_zero(path: &str) -> bool {
+    innermost(path) == DEV_ZERO
+}
+
+/// Whether a server path names the null sink, as [`is_dev_zero`] does for the zero source.
+pub fn is_dev_null(path: &str) -> bool {
+    innermost(path) == DEV_NULL
+}
+
+/// The path at the end of a chain of nested URLs (`/ftp://b/ftp://a/dev/zero` → `/dev/zero`).
+fn innermost(mut path: &str) -> &str {
+    while haul_proto::nested::is_nested(path) {
+        let url = path.trim_start_matches('/');
+        let after_scheme = url.find("://").map_or(url.len(), |i| i + 3);
+        match url[after_scheme..].find('/') {
+            Some(i) => path = &url[after_scheme + i..],
+            None => return "/",
+        }
+    }
+    path
+}
+
 /// Opens a session to `url` with the transfer's TLS, PASV and data-timeout settings.
 fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
     let mut s = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
@@ -81,8 +105,25 @@ fn session_alg(
     sess: &Session,
     batch: &[(Job, u32)],
 ) -> Result<Option<Algorithm>, XferError> {
-    if batch.iter().all(|(j, _)| j.src == DEV_ZERO) {
+    if batch.iter().all(|(j, _)| is_dev_zero(&j.src)) {
         return Ok(None);
     }
     choose_alg(ctx.opts(), &sess.ctl.features)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_zero_source_and_null_sink_are_found_through_relays() {
+        assert!(is_dev_zero("/dev/zero"));
+        assert!(is_dev_zero("/ftp://origin:2811/dev/zero"));
+        assert!(is_dev_zero("/ftp://b:2811/haul://user@a:2811/dev/zero"));
+        assert!(is_dev_null("ftp://b:2811/dev/null"));
+        assert!(!is_dev_zero("/ftp://origin:2811/dev/zero/x"));
+        assert!(!is_dev_zero("/data/dev/zero"));
+        assert!(!is_dev_zero("/ftp://origin:2811"));
+        assert!(!is_dev_null("/dev/zero"));
+    }
 }

@@ -8,7 +8,7 @@ use haul_proto::RangeSet;
 use haul_transport::io::{Null, RateLimited, Sink};
 use haul_transport::mode_e::Progress;
 
-use super::{compare, open, params, session_alg, with_have, DEV_NULL, DEV_ZERO};
+use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
 use crate::checksum::{self, Algorithm};
 use crate::engine::{Ctx, Transport};
 use crate::error::XferError;
@@ -98,7 +98,7 @@ fn open_piece(
 }
 
 fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
-    if job.dst == DEV_NULL {
+    if is_dev_null(&job.dst) {
         let (id, progress) = ctx.track(None);
         return Ok(Incoming {
             job,
@@ -159,7 +159,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
         let items: Vec<GetItem<'_>> = inc
             .iter()
             .map(|i| {
-                let zero = i.job.src == DEV_ZERO;
+                let zero = is_dev_zero(&i.job.src);
                 GetItem {
                     path: i.job.src.clone(),
                     sink: i.sink.as_ref(),

@@ -4,7 +4,7 @@
 use haul_proto::Command;
 use haul_transport::mode_e::Progress;
 
-use super::{compare, open, DEV_NULL, DEV_ZERO};
+use super::{compare, is_dev_null, is_dev_zero, open};
 use crate::checksum::Algorithm;
 use crate::engine::{Ctx, Transport};
 use crate::error::XferError;
@@ -79,7 +79,7 @@ fn shared_alg(
 ) -> Result<Option<Algorithm>, XferError> {
     let mem = batch
         .iter()
-        .all(|(j, _)| j.src == DEV_ZERO || j.dst == DEV_NULL);
+        .all(|(j, _)| is_dev_zero(&j.src) || is_dev_null(&j.dst));
     if mem || !ctx.opts().verify {
         return Ok(None);
     }
@@ -120,7 +120,7 @@ fn connect(src: &mut Session, dst: &mut Session, p: u32) -> Result<(), XferError
 /// destination first, then every RETR (or ERET) to the source.
 fn send_batch(src: &mut Session, dst: &mut Session, batch: &[(Job, u32)]) -> Result<(), XferError> {
     for (job, _) in batch {
-        if job.src == DEV_ZERO {
+        if is_dev_zero(&job.src) {
             dst.ctl.send(&Command::Esto {
                 offset: 0,
                 path: job.dst.clone(),
@@ -130,7 +130,7 @@ fn send_batch(src: &mut Session, dst: &mut Session, batch: &[(Job, u32)]) -> Res
         }
     }
     for (job, _) in batch {
-        if job.src == DEV_ZERO {
+        if is_dev_zero(&job.src) {
             src.ctl.send(&Command::Eret {
                 offset: 0,
                 length: job.size,

@@ -9,7 +9,7 @@ use haul_proto::RangeSet;
 use haul_transport::io::{RateLimited, Source, Zero};
 use haul_transport::mode_e::Progress;
 
-use super::{compare, open, params, session_alg, with_have, DEV_NULL, DEV_ZERO};
+use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
 use crate::checksum::{self, Algorithm};
 use crate::engine::{Ctx, Transport};
 use crate::error::XferError;
@@ -31,7 +31,7 @@ struct Outgoing {
 
 /// True if an upload of `job` is verified: it neither reads `/dev/zero` nor writes `/dev/null`.
 fn verifiable(job: &Job) -> bool {
-    job.src != DEV_ZERO && job.dst != DEV_NULL
+    !is_dev_zero(&job.src) && !is_dev_null(&job.dst)
 }
 
 /// Opens the source of one upload to `url` and, with `--resume`, loads its journal.
@@ -41,7 +41,7 @@ fn open_outgoing(
     job: Job,
     tries: u32,
 ) -> Result<Outgoing, XferError> {
-    let mut src: Box<dyn Source> = if job.src == DEV_ZERO {
+    let mut src: Box<dyn Source> = if is_dev_zero(&job.src) {
         Box::new(Zero)
     } else {
         Box::new(File::open(&job.src).map_err(|e| XferError::io(&job.src, e))?)

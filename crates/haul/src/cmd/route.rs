@@ -65,7 +65,7 @@ pub struct Planned {
 }
 
 /// A relay as given: `host:port` or a URL.
-fn relay_url(s: &str) -> anyhow::Result<RemoteUrl> {
+pub fn relay_url(s: &str) -> anyhow::Result<RemoteUrl> {
     let text = if s.contains("://") {
         s.to_string()
     } else {

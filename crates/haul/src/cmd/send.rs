@@ -10,6 +10,8 @@ mod facts;
 mod probe;
 mod report;
 mod request;
+mod routes;
+mod trial;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -77,7 +79,8 @@ pub struct Stages {
 pub fn run_plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let req = args.request.request()?;
     let t = Instant::now();
-    let found = facts::discover(&req, &args.request, false)?;
+    let mut found = facts::discover(&req, &args.request, false)?;
+    routes::split_threshold(&mut found, args.request.route.threshold);
     let discover_s = t.elapsed().as_secs_f64();
     let wf = workflow::plan(&req, &found.facts).context("planning")?;
     report::print_plan(&req, &found, &wf, discover_s, args.json)?;
@@ -115,8 +118,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     stages.discover_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let must_predict = req.deadline_s.is_some() || req.target_bps.is_some();
-    let (mut probes, budget) =
-        probe::unknown_transports(&mut found, &args.request, args.profile_budget, must_predict);
+    // Unknown relayed routes of a large transfer are tried on the real data, TCP direct too.
+    let trials = trial::wanted(&found, args.profile_budget);
+    let (mut probes, budget) = probe::unknown_transports(
+        &mut found,
+        &args.request,
+        (args.profile_budget, must_predict),
+        trials.then_some("tcp"),
+    );
+    let start = if trials {
+        trial::run(&args, &req, &mut found)?
+    } else {
+        probes.extend(probe::unknown_routes(
+            &mut found,
+            &args.request,
+            args.profile_budget,
+        ));
+        trial::Start::default()
+    };
+    routes::split_threshold(&mut found, args.request.route.threshold);
     stages.profile_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let wf = workflow::plan(&remaining(&req, &stages), &found.facts).context("planning")?;
@@ -133,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = probe::tune(&found, &chosen, &args.request, left, &mut probes);
     stages.profile_s += t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let (copied, attempts, wf) = transfer(&args, &req, &mut found, wf, &settings)?;
+    let (copied, attempts, wf) = transfer(&args, &req, &mut found, (wf, start), &settings)?;
     stages.transfer_s = t.elapsed().as_secs_f64();
     let out = report::Sent {
         req: &req,
@@ -173,6 +193,8 @@ pub struct Attempt {
     pub seconds: f64,
     /// Why it was stopped, when it was.
     pub stopped: Option<String>,
+    /// A trial of the route on the real data before the plan.
+    pub trial: bool,
 }
 
 /// Stops a copy whose rate over the last `window` seconds stays under [`REPLAN_FRACTION`] of
@@ -221,14 +243,20 @@ fn transfer(
     args: &Args,
     req: &haul_plan::request::Request,
     found: &mut facts::Found,
-    mut wf: Workflow,
+    (mut wf, start): (Workflow, trial::Start),
     settings: &probe::Settings,
 ) -> anyhow::Result<(super::cp::Copied, Vec<Attempt>, Workflow)> {
-    let mut attempts: Vec<Attempt> = Vec::new();
-    let mut only = None;
+    let mut attempts: Vec<Attempt> = start.attempts;
+    let mut only = start.only;
+    if let Some(copied) = start.finished {
+        return Ok((finish(copied, &attempts), attempts, wf));
+    }
     loop {
         let chosen = wf.chosen.clone().map_err(|e| anyhow::anyhow!(e))?;
-        let first = attempts.first().map(|a| a.transport.clone());
+        let first = attempts
+            .iter()
+            .find(|a| !a.trial)
+            .map(|a| a.transport.clone());
         let same = first
             .as_deref()
             .is_none_or(|t| t == found.facts.transports[chosen.transport].name);
@@ -242,7 +270,7 @@ fn transfer(
             args,
             req,
             found,
-            &wf,
+            wf.solver,
             &chosen,
             settings.clone().only_if(same),
             (dog, only.take()),
@@ -256,14 +284,10 @@ fn transfer(
             bytes: s.bytes,
             seconds: s.duration_s,
             stopped: copied.stopped.as_ref().map(|x| x.why.clone()),
+            trial: false,
         });
         let Some(stop) = copied.stopped.take() else {
-            let done = &attempts[..attempts.len() - 1];
-            copied.summary.files += done.iter().map(|a| a.files).sum::<u64>();
-            copied.summary.verified += done.iter().map(|a| a.files).sum::<u64>();
-            copied.summary.bytes += done.iter().map(|a| a.bytes).sum::<u64>();
-            copied.summary.duration_s += done.iter().map(|a| a.seconds).sum::<f64>();
-            return Ok((copied, attempts, wf));
+            return Ok((finish(copied, &attempts), attempts, wf));
         };
         let live = s.mean_bps();
         let est = workflow::Estimate {
@@ -295,14 +319,24 @@ fn transfer(
     }
 }
 
+/// The last copy of a send with the totals of every attempt (the last one included).
+fn finish(mut copied: super::cp::Copied, attempts: &[Attempt]) -> super::cp::Copied {
+    let done = &attempts[..attempts.len().saturating_sub(1)];
+    copied.summary.files += done.iter().map(|a| a.files).sum::<u64>();
+    copied.summary.verified += done.iter().map(|a| a.files).sum::<u64>();
+    copied.summary.bytes += done.iter().map(|a| a.bytes).sum::<u64>();
+    copied.summary.duration_s += done.iter().map(|a| a.seconds).sum::<f64>();
+    copied
+}
+
 /// One copy on `chosen`'s route and transport with `settings`, the live concurrency search
 /// for many files over TCP, recorded as kind `send` with the plan beside it; with `only`, just
 /// those files, continuing from what arrived.
-fn copy(
+pub(super) fn copy(
     args: &Args,
     req: &haul_plan::request::Request,
     found: &mut facts::Found,
-    wf: &Workflow,
+    solver: &str,
     chosen: &workflow::Combination,
     settings: probe::Settings,
     (dog, only): (
@@ -338,7 +372,7 @@ fn copy(
         "transport": transport,
         "predicted_bps": chosen.predicted_bps,
         "predicted_s": chosen.predicted_s,
-        "solver": wf.solver,
+        "solver": solver,
         "deadline_s": req.deadline_s,
     }));
     tracing::info!(?words, "haul send: copying");

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use haul_plan::request::Request;
-use haul_plan::workflow::{Estimate, Facts, RouteOption, TransportOption};
+use haul_plan::workflow::{Estimate, Facts, TransportOption};
 use haul_store::{Filter, Outcome, Store, TransferRecord};
 use haul_tune::predict::{Measurement, Selector};
 use haul_xfer::session::Session;
@@ -63,12 +63,12 @@ pub struct Found {
     pub facts: Facts,
     /// Per route of `facts.routes`, the source and destination that take it.
     pub urls: Vec<(String, String)>,
+    /// Per route, the `/dev/zero` and `/dev/null` ends of a memory-to-memory probe along it.
+    pub probe_urls: Vec<(String, String)>,
+    /// The control connection's round trip to the server, seconds.
+    pub rtt_s: Option<f64>,
     /// Files to move (1 when the size was given and the source not listed).
     pub files: u64,
-    /// The source server (downloads and third-party copies).
-    pub src: Option<RemoteUrl>,
-    /// The destination server (uploads and third-party copies).
-    pub dst: Option<RemoteUrl>,
     /// The pair as the history names it (`host:port` or `local`).
     pub pair: (String, String),
     /// Per transport, the settings of the fastest recent transfer on this pair.
@@ -77,21 +77,6 @@ pub struct Found {
     pub notes: Vec<String>,
     /// For `haul send`: the direct route's files, listed once for the copy too.
     pub planned: Option<Box<(haul_xfer::Route, Vec<haul_xfer::plan::Job>)>>,
-}
-
-/// An operator's price list (`--services`).
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Services {
-    #[serde(default)]
-    relay: Vec<PaidRelay>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PaidRelay {
-    address: String,
-    cost: u32,
 }
 
 /// Learns everything the planner needs about `req`. For `haul send` (`send`) of a request that
@@ -165,20 +150,21 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
     let encrypted = [&src, &dst]
         .iter()
         .all(|u| u.as_ref().is_none_or(|u| u.tls));
-    let (transports, best) = transports(a, &pair, (plut, encrypted, round_trip), &mut notes);
-    let (routes, urls) = routes(req, a, &mut notes, encrypted)?;
+    let rows = history(&a.history);
+    let (transports, best) = transports(a, &rows, &pair, (plut, encrypted, round_trip), &mut notes);
+    let zone = super::routes::discover(req, a, &rows, &mut notes, encrypted)?;
     Ok(Found {
         facts: Facts {
-            routes,
+            routes: zone.options,
             transports,
             size: bytes,
             files,
             setup_s: t.elapsed().as_secs_f64(),
         },
-        urls,
+        urls: zone.urls,
+        probe_urls: zone.probes,
+        rtt_s: round_trip,
         files,
-        src,
-        dst,
         pair,
         best,
         notes,
@@ -191,11 +177,11 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
 /// recent run.
 fn transports(
     a: &RequestArgs,
+    rows: &[TransferRecord],
     pair: &(String, String),
     (plut, encrypted, round_trip): (bool, bool, Option<f64>),
     notes: &mut Vec<String>,
 ) -> (Vec<TransportOption>, BTreeMap<String, Known>) {
-    let rows = history(&a.history);
     let mut transports = Vec::new();
     let mut best = BTreeMap::new();
     for name in wanted(a) {
@@ -205,7 +191,7 @@ fn transports(
             ));
             continue;
         }
-        let (estimate, known) = from_history(&rows, pair, &name);
+        let (estimate, known) = from_history(rows, pair, &name);
         best.insert(name.clone(), known);
         transports.push(TransportOption {
             encrypted: encrypted && name == "tcp",
@@ -272,7 +258,8 @@ fn wanted(a: &RequestArgs) -> Vec<String> {
     }
 }
 
-/// The successful copies and sends and the probes in the history of the last day, newest first.
+/// The successful copies and sends and the probes in the history of the last day, newest first,
+/// direct and relayed.
 fn history(p: &Option<PathBuf>) -> Vec<TransferRecord> {
     let Ok(store) = Store::open(&super::history_path(p)) else {
         return Vec::new();
@@ -284,22 +271,20 @@ fn history(p: &Option<PathBuf>) -> Vec<TransferRecord> {
         })
         .unwrap_or_default()
         .into_iter()
-        // A probe ends at its time limit (interrupted) as often as at its length.
+        // A probe ends at its time limit (interrupted) as often as at its length; a send's
+        // copy is interrupted by its trial's time or a re-plan, having measured the path.
         .filter(|r| {
             matches!(
                 (r.kind.as_str(), r.outcome),
-                ("cp" | "send", Outcome::Ok) | ("probe", Outcome::Ok | Outcome::Interrupted)
+                ("cp", Outcome::Ok) | ("send" | "probe", Outcome::Ok | Outcome::Interrupted)
             )
         })
         .filter(|r| r.bytes >= 1 << 20 && r.duration_s > 0.0)
-        .filter(|r| {
-            crate::cmd::route(&r.source).len() <= 1 && crate::cmd::route(&r.destination).len() <= 1
-        })
         .collect()
 }
 
 /// A transport's predicted rate on `pair` from the history (the selector of 002 §2.3 over the
-/// pair's recent transfers) and the settings of its fastest one.
+/// pair's recent direct transfers) and the settings of its fastest one.
 pub fn from_history(
     rows: &[TransferRecord],
     pair: &(String, String),
@@ -308,11 +293,20 @@ pub fn from_history(
     let all: Vec<&TransferRecord> = rows
         .iter()
         .filter(|r| {
+            crate::cmd::route(&r.source).len() <= 1 && crate::cmd::route(&r.destination).len() <= 1
+        })
+        .filter(|r| {
             (r.source_host.as_str(), r.destination_host.as_str())
                 == (pair.0.as_str(), pair.1.as_str())
         })
         .filter(|r| r.params.transport.as_deref().unwrap_or("tcp") == transport)
         .collect();
+    predicted(all, "pair")
+}
+
+/// The selector's prediction over `all` (one pair's or one route's transfers: `on`), real
+/// copies before probes, and the settings of the fastest.
+pub fn predicted(all: Vec<&TransferRecord>, on: &str) -> (Option<Estimate>, Known) {
     // Real copies measure what the user will see (disks included); memory-to-memory probes
     // only stand in until there are some.
     let real: Vec<&TransferRecord> = all.iter().copied().filter(|r| r.kind != "probe").collect();
@@ -333,7 +327,7 @@ pub fn from_history(
             tcp_buffer: r.params.tcp_buffer,
             concurrency: r.params.concurrency,
             source: format!(
-                "the fastest recent {} on this pair ({})",
+                "the fastest recent {} on this {on} ({})",
                 if r.kind == "probe" {
                     "probe"
                 } else {
@@ -357,82 +351,4 @@ pub fn from_history(
             ),
         });
     (est, known)
-}
-
-/// Direct, and with relays (`--relays`, `--services`) the chain the route chooser picks, with
-/// their predictions and prices.
-/// Per route, the source and destination that take it.
-type RouteUrls = Vec<(String, String)>;
-
-fn routes(
-    req: &Request,
-    a: &RequestArgs,
-    notes: &mut Vec<String>,
-    encrypted: bool,
-) -> anyhow::Result<(Vec<RouteOption>, RouteUrls)> {
-    let services: Services = match &a.services {
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("services file {}", p.display()))?
-        }
-        None => Services::default(),
-    };
-    let mut choice = a.route.clone();
-    let prices: BTreeMap<String, u32> = services
-        .relay
-        .iter()
-        .map(|r| (r.address.clone(), r.cost))
-        .collect();
-    for k in prices.keys() {
-        if !choice.relays.contains(k) {
-            choice.relays.push(k.clone());
-        }
-    }
-    let mut routes = vec![RouteOption {
-        name: "direct".into(),
-        relays: Vec::new(),
-        estimate: None,
-        encrypted,
-        cost: 0,
-    }];
-    let mut urls = vec![(req.src.clone(), req.dst.clone())];
-    if choice.relays.is_empty() {
-        return Ok((routes, urls));
-    }
-    let p = crate::cmd::route::plan(&req.src, &req.dst, &choice, &a.history, &a.ca)?;
-    notes.extend(p.gathered.notes.iter().cloned());
-    let hops = p.route.hops.len();
-    routes[0].estimate = p.route.direct_bps.map(|b| Estimate {
-        bps: b,
-        source: format!("prediction: direct leg ({})", human_rate(b)),
-    });
-    let relays = p.route.relays().to_vec();
-    if !relays.is_empty() {
-        let cost = relays
-            .iter()
-            .map(|r| {
-                prices
-                    .iter()
-                    .find(|(k, _)| k.ends_with(r.as_str()) || r.ends_with(k.as_str()))
-                    .map_or(0, |(_, c)| *c)
-            })
-            .sum();
-        routes.push(RouteOption {
-            name: format!("via {}", relays.join(", ")),
-            estimate: Some(Estimate {
-                bps: p.route.predicted_bps,
-                source: format!(
-                    "prediction: narrowest of {} legs after relay discounts ({})",
-                    hops - 1,
-                    human_rate(p.route.predicted_bps)
-                ),
-            }),
-            encrypted: encrypted && !p.src.contains("ftp://") && !p.dst.contains("ftp://"),
-            relays,
-            cost,
-        });
-        urls.push((p.src, p.dst));
-    }
-    Ok((routes, urls))
 }

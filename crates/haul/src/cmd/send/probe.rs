@@ -16,10 +16,16 @@ use super::RequestArgs;
 use crate::cmd::{human_bytes, human_rate};
 
 /// The warm-up probe: enough to open the connections and leave slow start, or
-/// [`WARM_S`] seconds on a slow path.
-const WARM_BYTES: u64 = 32 << 20;
-/// The longest a warm-up probe runs.
-const WARM_S: f64 = 3.0;
+/// [`warm_s`] seconds on a slow path.
+pub const WARM_BYTES: u64 = 32 << 20;
+/// The shortest and longest time limit of a warm-up probe, and the round trips it spans
+/// between them: 20 round trips take TCP's slow start to 1 Gb/s on a 100 ms path (2 s).
+const WARM_S: (f64, f64, f64) = (1.5, 3.0, 20.0);
+
+/// A warm-up probe's time limit on this path.
+fn warm_s(found: &Found) -> f64 {
+    (WARM_S.2 * found.rtt_s.unwrap_or(1.0)).clamp(WARM_S.0, WARM_S.1)
+}
 /// The most one probe moves.
 const MAX_PROBE_BYTES: u64 = 4 << 30;
 /// The least and most seconds one sized probe aims at.
@@ -27,7 +33,7 @@ const PROBE_S: (f64, f64) = (2.0, 5.0);
 /// The most an automatic profiling budget is.
 const MAX_AUTO_BUDGET_S: f64 = 30.0;
 /// A transfer of fewer bytes than this many warm-up probes is not worth probing for.
-const SMALL_TRANSFER_PROBES: u64 = 4;
+pub const SMALL_TRANSFER_PROBES: u64 = 4;
 /// A lead of the fastest transport's warm-up over the next that longer probes are not asked to
 /// confirm. Warm-ups understate (slow start, PLUT's session set-up), but a lead this large held:
 /// on the emulated 1 Gb/s, 100 ms, 0.1 % loss path the warm-ups read TCP 75 and PLUT 147 Mb/s,
@@ -121,37 +127,67 @@ pub fn best_bps(found: &Found) -> Option<f64> {
         .reduce(f64::max)
 }
 
-/// The `/dev/zero` and `/dev/null` ends of a probe of this pair.
-fn ends(found: &Found) -> (String, String) {
-    let src = match &found.src {
-        Some(u) => format!("{}/dev/zero", u.server(true)),
-        None => "/dev/zero".into(),
-    };
-    let dst = match &found.dst {
-        Some(u) => format!("{}/dev/null", u.server(true)),
-        None => "/dev/null".into(),
-    };
-    (src, dst)
+/// What one probe runs: along which route of the plan, over which transport, with how many
+/// streams, for how many bytes or seconds, and the rate it must keep within reach of.
+struct Spec<'a> {
+    stage: &'static str,
+    route: usize,
+    transport: &'a str,
+    p: u32,
+    len: u64,
+    secs: f64,
+    /// The best rate known so far: a probe decisively behind it stops early.
+    beat: Option<f64>,
 }
 
-/// One probe: memory to memory over `transport` with `p` streams, `len` bytes or `secs`
-/// seconds, whichever ends first (a probe stopped at its time limit is a measurement, not a
-/// failure).
-fn probe(
-    found: &Found,
-    a: &RequestArgs,
-    stage: &'static str,
-    transport: &str,
-    p: u32,
-    (len, secs): (u64, f64),
-) -> ProbeRun {
-    let (src, dst) = ends(found);
-    let mut words = vec![src, dst, "-q".into(), "--len".into(), len.to_string()];
+/// A probe's rate from its samples after the first byte arrived, so the connections' set-up
+/// (a per-file cost, not a rate) does not count.
+#[derive(Default)]
+pub struct Steady {
+    first_s: Option<f64>,
+    last_s: f64,
+    bytes: u64,
+}
+
+impl Steady {
+    pub fn add(&mut self, s: &haul_xfer::engine::Sample) {
+        match self.first_s {
+            None if s.bytes > 0 => self.first_s = Some(s.t_s),
+            None => {}
+            Some(_) => self.bytes += s.bytes,
+        }
+        self.last_s = s.t_s;
+    }
+
+    /// Seconds since the first byte.
+    pub fn seconds(&self) -> f64 {
+        self.first_s.map_or(0.0, |f| self.last_s - f)
+    }
+
+    /// Bits per second since the first byte, once that covers [`MIN_STEADY_S`].
+    pub fn bps(&self) -> Option<f64> {
+        let t = self.seconds();
+        (t >= MIN_STEADY_S).then(|| self.bytes as f64 * 8.0 / t)
+    }
+}
+
+/// The least time after the first byte that a probe's steady rate is read over.
+const MIN_STEADY_S: f64 = 0.3;
+/// The least time, and round trips, after the first byte before a probe may be judged behind.
+const JUDGE_AFTER: (f64, f64) = (1.0, 10.0);
+
+/// One probe: memory to memory along `spec.route` over `spec.transport` with `spec.p`
+/// streams, `spec.len` bytes or `spec.secs` seconds, whichever ends first, or sooner when its
+/// rate falls [`DECISIVE`]ly behind `spec.beat` (a probe stopped early is a measurement, not a
+/// failure). Its rate is the steady one, after the first byte.
+fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
+    let (src, dst) = found.probe_urls[spec.route].clone();
+    let mut words = vec![src, dst, "-q".into(), "--len".into(), spec.len.to_string()];
     words.extend([
         "--transport".into(),
-        transport.into(),
+        spec.transport.into(),
         "-p".into(),
-        p.to_string(),
+        spec.p.to_string(),
     ]);
     words.extend([
         "--data-timeout".into(),
@@ -160,17 +196,36 @@ fn probe(
         "100".into(),
     ]);
     words.extend(a.common_words());
+    let steady = std::rc::Rc::new(std::cell::RefCell::new(Steady::default()));
+    let seen = steady.clone();
+    let judge = JUDGE_AFTER
+        .0
+        .max(JUDGE_AFTER.1 * found.rtt_s.unwrap_or(0.0));
+    let (secs, beat) = (spec.secs, spec.beat);
     let run = crate::cmd::cp::args_from(&words).and_then(|mut cp| {
         cp.kind = Some("probe");
         cp.watchdog = Some(crate::cmd::cp::Watchdog(Box::new(move |s| {
-            (s.t_s >= secs).then(|| format!("the probe's {secs:.1} s are up"))
+            let mut st = seen.borrow_mut();
+            st.add(s);
+            if s.t_s >= secs {
+                return Some(format!("the probe's {secs:.1} s are up"));
+            }
+            match (beat, st.bps()) {
+                (Some(b), Some(r)) if st.seconds() >= judge && r * DECISIVE < b => Some(format!(
+                    "{} after {:.1} s, decisively behind {}",
+                    human_rate(r),
+                    st.seconds(),
+                    human_rate(b)
+                )),
+                _ => None,
+            }
         })));
         crate::cmd::cp::copy(cp)
     });
     let mut out = ProbeRun {
-        stage,
-        transport: transport.into(),
-        parallelism: p,
+        stage: spec.stage,
+        transport: spec.transport.into(),
+        parallelism: spec.p,
         bytes: 0,
         seconds: 0.0,
         bps: 0.0,
@@ -180,7 +235,10 @@ fn probe(
         Ok(c) => {
             out.bytes = c.summary.bytes;
             out.seconds = c.summary.duration_s;
-            out.bps = c.summary.mean_bps();
+            out.bps = steady
+                .borrow()
+                .bps()
+                .unwrap_or_else(|| c.summary.mean_bps());
         }
         Err(e) => out.error = Some(format!("{e:#}")),
     }
@@ -202,13 +260,17 @@ fn sized(bps: f64, secs: f64) -> u64 {
 pub fn unknown_transports(
     found: &mut Found,
     a: &RequestArgs,
-    flag: Option<f64>,
-    must_predict: bool,
+    (flag, must_predict): (Option<f64>, bool),
+    skip: Option<&str>,
 ) -> (Vec<ProbeRun>, f64) {
     let mut runs = Vec::new();
-    let unknown: Vec<usize> = (0..found.facts.transports.len())
+    let mut unknown: Vec<usize> = (0..found.facts.transports.len())
         .filter(|&i| found.facts.transports[i].estimate.is_none())
+        .filter(|&i| Some(found.facts.transports[i].name.as_str()) != skip)
         .collect();
+    // PLUT's warm-up is short (32 MiB at its rate); probed first, it lets a TCP warm-up that
+    // falls decisively behind stop early, as on a long lossy path.
+    unknown.sort_by_key(|&i| found.facts.transports[i].name != "plut");
     let small = found
         .facts
         .size
@@ -236,14 +298,16 @@ pub fn unknown_transports(
     let mut warm = Vec::new();
     for &i in &unknown {
         let name = found.facts.transports[i].name.clone();
-        let run = probe(
-            found,
-            a,
-            "estimate",
-            &name,
-            DEFAULT_STREAMS,
-            (WARM_BYTES, WARM_S),
-        );
+        let spec = Spec {
+            stage: "estimate",
+            route: 0,
+            transport: &name,
+            p: DEFAULT_STREAMS,
+            len: WARM_BYTES,
+            secs: warm_s(found),
+            beat: beat_for(found, i),
+        };
+        let run = probe(found, a, spec);
         runs.push(run.clone());
         match &run.error {
             Some(e) => {
@@ -269,14 +333,16 @@ pub fn unknown_transports(
         ));
     } else if per >= PROBE_S.0 {
         for (i, w) in warm {
-            let run = probe(
-                found,
-                a,
-                "estimate",
-                &w.transport,
-                DEFAULT_STREAMS,
-                (sized(w.bps, per), per),
-            );
+            let spec = Spec {
+                stage: "estimate",
+                route: 0,
+                transport: &w.transport,
+                p: DEFAULT_STREAMS,
+                len: sized(w.bps, per),
+                secs: per,
+                beat: None,
+            };
+            let run = probe(found, a, spec);
             if run.error.is_none() && run.bps > 0.0 {
                 set_estimate(found, i, &run);
             }
@@ -287,6 +353,98 @@ pub fn unknown_transports(
         found.facts.transports.remove(i);
     }
     (runs, budget)
+}
+
+/// Probes each relayed route nothing predicts: one warm-up copy through the relays (TCP, the
+/// source server's `/dev/zero` fetched by the first relay and passed on), stopped early when it
+/// falls decisively behind the best direct estimate. A route whose probe fails is dropped with
+/// a note; small transfers (as for transports) and `--profile-budget 0` probe nothing.
+pub fn unknown_routes(found: &mut Found, a: &RequestArgs, flag: Option<f64>) -> Vec<ProbeRun> {
+    let unknown: Vec<usize> = (1..found.facts.routes.len())
+        .filter(|&i| found.facts.routes[i].estimate.is_none())
+        .collect();
+    let small = found
+        .facts
+        .size
+        .is_some_and(|n| n < SMALL_TRANSFER_PROBES * WARM_BYTES * unknown.len() as u64);
+    if unknown.is_empty() || flag == Some(0.0) || (small && flag.is_none()) {
+        if small && !unknown.is_empty() {
+            found.notes.push(
+                "too small to be worth probing: relayed routes without history are planned \
+                 as unknown"
+                    .into(),
+            );
+        }
+        return Vec::new();
+    }
+    let direct = {
+        let f = &found.facts;
+        f.transports
+            .iter()
+            .filter_map(|t| haul_plan::workflow::effective_bps(f, &f.routes[0], t))
+            .reduce(f64::max)
+    };
+    let mut runs = Vec::new();
+    let mut dropped = Vec::new();
+    for i in unknown {
+        let spec = Spec {
+            stage: "route",
+            route: i,
+            transport: "tcp",
+            p: DEFAULT_STREAMS,
+            len: WARM_BYTES,
+            secs: warm_s(found),
+            beat: direct,
+        };
+        let run = probe(found, a, spec);
+        let r = &mut found.facts.routes[i];
+        match &run.error {
+            Some(e) => {
+                found
+                    .notes
+                    .push(format!("{}: probe failed, not planned: {e}", r.name));
+                dropped.push(i);
+            }
+            None => {
+                r.estimate = Some(Estimate {
+                    bps: run.bps,
+                    source: format!(
+                        "probe: {} memory to memory through the relay in {:.2} s just now ({})",
+                        human_bytes(run.bytes),
+                        run.seconds,
+                        human_rate(run.bps)
+                    ),
+                });
+            }
+        }
+        runs.push(run);
+    }
+    for i in dropped.into_iter().rev() {
+        found.facts.routes.remove(i);
+        found.urls.remove(i);
+        found.probe_urls.remove(i);
+    }
+    runs
+}
+
+/// The raw rate transport `i` must reach on the direct route to be within reach of the best
+/// other estimate on these files (its cost per file counted), when there is one.
+fn beat_for(found: &Found, i: usize) -> Option<f64> {
+    let facts = &found.facts;
+    let direct = facts.routes.first()?;
+    let best = (0..facts.transports.len())
+        .filter(|&j| j != i)
+        .filter_map(|j| haul_plan::workflow::effective_bps(facts, direct, &facts.transports[j]))
+        .reduce(f64::max)?;
+    let pf = facts.transports[i].per_file_s * facts.files.max(1) as f64;
+    match facts.size {
+        Some(n) if n > 0 && pf > 0.0 => {
+            let bits = n as f64 * 8.0;
+            let left = bits / best - pf;
+            (left > 0.0).then(|| bits / left)
+        }
+        _ => Some(best),
+    }
 }
 
 /// How far the fastest transport leads the next on this request's files (each one's
@@ -368,7 +526,16 @@ pub fn tune(
     let (mut best_p, mut best_bps) = (known.parallelism.unwrap_or(DEFAULT_STREAMS), rate);
     while let Some(pt) = opt.ask() {
         let p = (opt.space().to_real(&pt)[0].round() as u32).clamp(1, MAX_STREAMS);
-        let run = probe(found, a, "fastprof", &t.name, p, (len, per));
+        let spec = Spec {
+            stage: "fastprof",
+            route: chosen.route,
+            transport: &t.name,
+            p,
+            len,
+            secs: per,
+            beat: None,
+        };
+        let run = probe(found, a, spec);
         if run.bps > best_bps {
             (best_p, best_bps) = (p, run.bps);
         }

@@ -318,15 +318,16 @@ impl Sent<'_> {
         if self.attempts.len() > 1 {
             for (i, a) in self.attempts.iter().enumerate() {
                 println!(
-                    "  copy {}: {} + {}, {} in {:.1} s{}",
+                    "  {} {}: {} + {}, {} in {:.1} s{}",
+                    if a.trial { "trial" } else { "copy" },
                     i + 1,
                     a.route,
                     a.transport,
                     human_bytes(a.bytes),
                     a.seconds,
-                    a.stopped
-                        .as_ref()
-                        .map_or(String::new(), |w| format!("; re-planned: {w}"))
+                    a.stopped.as_ref().map_or(String::new(), |w| {
+                        format!("; {}: {w}", if a.trial { "stopped" } else { "re-planned" })
+                    })
                 );
             }
         }

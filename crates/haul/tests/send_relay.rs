@@ -1,0 +1,238 @@
+//! `haul send` with relays, as real binaries against a `haul serve` origin and a `haul serve
+//! --relay-allow` relay on loopback: a relay listed only in the user's services file
+//! (`$XDG_CONFIG_HOME/haul/services.toml`) is a route of the plan; with nothing known of it,
+//! send probes it memory to memory through the relay itself (the origin's `/dev/zero`, relayed)
+//! and records the probe; the split threshold keeps a route no faster than direct out of the
+//! plan; the next send reads the route's rate from the history and probes nothing.
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::haul::*;
+use serde_json::Value;
+
+/// `haul send SRC DST --json --history HIST EXTRA` with `XDG_CONFIG_HOME=CONFIG`.
+fn send(src: &str, dst: &Path, hist: &Path, config: &Path, extra: &[&str]) -> (Output, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["send", src])
+        .arg(dst)
+        .args(["--json", "--history"])
+        .arg(hist)
+        .args(extra)
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .expect("run haul");
+    eprintln!(
+        "haul send: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, j)
+}
+
+/// Whether the plan in `j` had the route `via`: among its combinations, or left out with a note
+/// containing `why`.
+fn seen(j: &Value, via: &str, why: &str) -> bool {
+    let planned = j["combinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["route"] == via);
+    planned
+        || notes(j)
+            .iter()
+            .any(|n| n.starts_with(&format!("{via}: not planned")) && n.contains(why))
+}
+
+fn notes(j: &Value) -> Vec<String> {
+    let n = j["notes"].as_array().expect("notes");
+    n.iter().map(|n| n.as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn send_probes_a_configured_relay_through_itself_and_the_next_send_reads_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let body: Vec<u8> = (0..40u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(root.join("f.bin"), &body).unwrap();
+    let origin = serve(&root, &["--anonymous"]);
+    let relay = serve(
+        &dir.path().join("root"),
+        &[
+            "--anonymous",
+            "--relay-allow",
+            "127.0.0.1",
+            "--relay-anonymous",
+        ],
+    );
+    let config = dir.path().join("config");
+    fs::create_dir_all(config.join("haul")).unwrap();
+    fs::write(
+        config.join("haul/services.toml"),
+        format!("[[relay]]\naddress = \"{}\"\ncost = 0\n", relay.addr),
+    )
+    .unwrap();
+    let hist = dir.path().join("h.sqlite");
+    let src = format!("ftp://{}/f.bin", origin.addr);
+    let via = format!("via {}", relay.addr);
+
+    // Cold: every transport and the relayed route are probed, the route through the relay.
+    let a = dir.path().join("a.bin");
+    let extra = ["--profile-budget", "3s", "--threshold", "0"];
+    let (out, j) = send(&src, &a, &hist, &config, &extra);
+    assert!(out.status.success(), "{j:#}");
+    assert_eq!(fs::read(&a).unwrap(), body);
+    let probes = j["probes"].as_array().expect("probes").clone();
+    let p = probes.iter().find(|p| p["stage"] == "route");
+    let p = p.unwrap_or_else(|| panic!("no probe through the relay: {j:#}"));
+    assert!(p["error"].is_null(), "{p:#}");
+    assert!(p["bps"].as_f64().unwrap() > 0.0, "{p:#}");
+    let relayed: Vec<Value> = history(&hist, "probe")
+        .into_iter()
+        .filter(|r| r["source"].as_str().unwrap().contains("/ftp://"))
+        .collect();
+    assert_eq!(relayed.len(), 1, "{relayed:#?}");
+    let want = format!("ftp://{}/ftp://{}/dev/zero", relay.addr, origin.addr);
+    assert_eq!(relayed[0]["source"], want.as_str(), "{:#}", relayed[0]);
+    assert_eq!(relayed[0]["destination"], "/dev/null");
+    // The route is planned or, no faster than direct, left out by the threshold with a note;
+    // either way the plan has seen it.
+    assert!(seen(&j, &via, "0 % over direct"), "{j:#}");
+
+    // Warm: the route's rate comes from the history; nothing is probed.
+    let b = dir.path().join("b.bin");
+    let (out, j) = send(&src, &b, &hist, &config, &["--threshold", "0"]);
+    assert!(out.status.success(), "{j:#}");
+    assert_eq!(fs::read(&b).unwrap(), body);
+    assert_eq!(j["probes"].as_array().map(Vec::len), Some(0), "{j:#}");
+    assert!(seen(&j, &via, "not planned"), "{j:#}");
+}
+
+#[test]
+fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    // Four warm-ups' worth per candidate (direct, the relay): 256 MiB at least.
+    let len = 260usize << 20;
+    let body = random_bytes(len, 11);
+    fs::write(root.join("f.bin"), &body).unwrap();
+    let origin = serve(&root, &["--anonymous"]);
+    let relay = serve(
+        &root,
+        &[
+            "--anonymous",
+            "--relay-allow",
+            "127.0.0.1",
+            "--relay-anonymous",
+        ],
+    );
+    let config = dir.path().join("config");
+    let hist = dir.path().join("h.sqlite");
+    let a = dir.path().join("a.bin");
+    // TCP downloads slowed to 40 MB/s: the direct trial (5 s of data) cannot finish the file.
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["send", &format!("ftp://{}/f.bin", origin.addr)])
+        .arg(&a)
+        .args(["--json", "--relays", &relay.addr, "--history"])
+        .arg(&hist)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("FAILPOINTS", "xfer::tcp_sink_rate=return(40000000)")
+        .output()
+        .expect("run haul");
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success(),
+        "{}\n{j:#}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::read(&a).unwrap() == body, "the copy differs");
+    assert_eq!(j["transfer"]["verified_files"], 1, "{j:#}");
+    let attempts = j["attempts"].as_array().expect("attempts").clone();
+    assert!(attempts.len() >= 2, "{j:#}");
+    assert_eq!(attempts[0]["route"], "direct", "{j:#}");
+    assert_eq!(attempts[0]["trial"], true, "{j:#}");
+    assert!(
+        attempts[0]["stopped"]
+            .as_str()
+            .unwrap_or("")
+            .contains("trial"),
+        "{j:#}"
+    );
+    assert_eq!(attempts[1]["route"], format!("via {}", relay.addr), "{j:#}");
+    assert_eq!(attempts[1]["trial"], true, "{j:#}");
+    // What the first trial moved was kept: the later copies brought only the rest (blocks in
+    // flight when a trial stopped may come again).
+    let moved: u64 = attempts.iter().map(|a| a["bytes"].as_u64().unwrap()).sum();
+    assert!(moved >= len as u64, "{moved} < {len}: {j:#}");
+    assert!(
+        moved <= len as u64 + (16 << 20),
+        "{moved} moved for {len}: {j:#}"
+    );
+    let first = attempts[0]["bytes"].as_u64().unwrap();
+    assert!(
+        first > 64 << 20,
+        "the direct trial moved only {first}: {j:#}"
+    );
+    // Both candidates were measured on the real data.
+    let srcs: Vec<String> = j["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|z| z["modules"].as_array().unwrap().clone())
+        .flat_map(|m| m["terms"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["source"].as_str().map(String::from))
+        .collect();
+    assert!(
+        srcs.iter().filter(|s| s.starts_with("trial:")).count() >= 2,
+        "{srcs:#?}"
+    );
+}
+
+#[test]
+fn a_malformed_services_file_is_an_error_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("f"), b"x").unwrap();
+    let origin = serve(&root, &["--anonymous"]);
+    let config = dir.path().join("config");
+    fs::create_dir_all(config.join("haul")).unwrap();
+    fs::write(config.join("haul/services.toml"), "[[relay]]\nadress = 1\n").unwrap();
+    let (out, _) = send(
+        &format!("ftp://{}/f", origin.addr),
+        &dir.path().join("f"),
+        &dir.path().join("h.sqlite"),
+        &config,
+        &[],
+    );
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("services.toml"), "{e}");
+}
+
+/// The history's records of `kind`.
+fn history(hist: &Path, kind: &str) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args([
+            "history",
+            "--json",
+            "--limit",
+            "100",
+            "--kind",
+            kind,
+            "--history",
+        ])
+        .arg(hist)
+        .output()
+        .expect("run haul history");
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array().expect("records").clone()
+}
