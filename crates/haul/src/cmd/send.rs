@@ -11,6 +11,7 @@ mod probe;
 mod report;
 mod request;
 mod routes;
+mod steady;
 mod trial;
 
 use std::path::PathBuf;

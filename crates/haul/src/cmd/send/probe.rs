@@ -12,6 +12,7 @@ use haul_tune::spsa::{Spsa, SpsaConfig, Start};
 use haul_tune::{Optimizer, Stopping};
 
 use super::facts::Found;
+pub use super::steady::Steady;
 use super::RequestArgs;
 use crate::cmd::{human_bytes, human_rate};
 
@@ -140,46 +141,14 @@ struct Spec<'a> {
     beat: Option<f64>,
 }
 
-/// A probe's rate from its samples after the first byte arrived, so the connections' set-up
-/// (a per-file cost, not a rate) does not count.
-#[derive(Default)]
-pub struct Steady {
-    first_s: Option<f64>,
-    last_s: f64,
-    bytes: u64,
-}
-
-impl Steady {
-    pub fn add(&mut self, s: &haul_xfer::engine::Sample) {
-        match self.first_s {
-            None if s.bytes > 0 => self.first_s = Some(s.t_s),
-            None => {}
-            Some(_) => self.bytes += s.bytes,
-        }
-        self.last_s = s.t_s;
-    }
-
-    /// Seconds since the first byte.
-    pub fn seconds(&self) -> f64 {
-        self.first_s.map_or(0.0, |f| self.last_s - f)
-    }
-
-    /// Bits per second since the first byte, once that covers [`MIN_STEADY_S`].
-    pub fn bps(&self) -> Option<f64> {
-        let t = self.seconds();
-        (t >= MIN_STEADY_S).then(|| self.bytes as f64 * 8.0 / t)
-    }
-}
-
-/// The least time after the first byte that a probe's steady rate is read over.
-const MIN_STEADY_S: f64 = 0.3;
 /// The least time, and round trips, after the first byte before a probe may be judged behind.
 const JUDGE_AFTER: (f64, f64) = (1.0, 10.0);
 
 /// One probe: memory to memory along `spec.route` over `spec.transport` with `spec.p`
 /// streams, `spec.len` bytes or `spec.secs` seconds, whichever ends first, or sooner when its
 /// rate falls [`DECISIVE`]ly behind `spec.beat` (a probe stopped early is a measurement, not a
-/// failure). Its rate is the steady one, after the first byte.
+/// failure). Its rate is that of the second half of its time after the first byte
+/// ([`Steady::late_bps`]).
 fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
     let (src, dst) = found.probe_urls[spec.route].clone();
     let mut words = vec![src, dst, "-q".into(), "--len".into(), spec.len.to_string()];
@@ -237,7 +206,7 @@ fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
             out.seconds = c.summary.duration_s;
             out.bps = steady
                 .borrow()
-                .bps()
+                .late_bps()
                 .unwrap_or_else(|| c.summary.mean_bps());
         }
         Err(e) => out.error = Some(format!("{e:#}")),
@@ -268,9 +237,15 @@ pub fn unknown_transports(
         .filter(|&i| found.facts.transports[i].estimate.is_none())
         .filter(|&i| Some(found.facts.transports[i].name.as_str()) != skip)
         .collect();
-    // PLUT's warm-up is short (32 MiB at its rate); probed first, it lets a TCP warm-up that
-    // falls decisively behind stop early, as on a long lossy path.
-    unknown.sort_by_key(|&i| found.facts.transports[i].name != "plut");
+    // A transport whose cost per file caps it low goes last (so it need not be probed once
+    // another outruns its cap); else PLUT's warm-up is short (32 MiB at its rate), and probed
+    // first it lets a TCP warm-up that falls decisively behind stop early (a long lossy path).
+    unknown.sort_by(|&i, &j| {
+        let key = |k: usize| (cap_bps(found, k), found.facts.transports[k].name == "plut");
+        key(j)
+            .partial_cmp(&key(i))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let small = found
         .facts
         .size
@@ -298,6 +273,15 @@ pub fn unknown_transports(
     let mut warm = Vec::new();
     for &i in &unknown {
         let name = found.facts.transports[i].name.clone();
+        let beat = beat_for(found, i);
+        if beat == Some(f64::INFINITY) {
+            found.notes.push(format!(
+                "{name}: not probed: its cost per file alone ({} files) takes longer than the \
+                 best estimate needs for the whole transfer",
+                found.facts.files
+            ));
+            continue;
+        }
         let spec = Spec {
             stage: "estimate",
             route: 0,
@@ -305,7 +289,7 @@ pub fn unknown_transports(
             p: DEFAULT_STREAMS,
             len: WARM_BYTES,
             secs: warm_s(found),
-            beat: beat_for(found, i),
+            beat,
         };
         let run = probe(found, a, spec);
         runs.push(run.clone());
@@ -329,9 +313,26 @@ pub fn unknown_transports(
     if let Some(lead) = decisive.filter(|_| flag.is_none()) {
         found.notes.push(format!(
             "the warm-ups were decisive (the fastest at {lead:.1}x the next, on these files): \
-             no longer probes"
+             no longer probes{}",
+            if must_predict {
+                " but the fastest, for the deadline or target"
+            } else {
+                ""
+            }
         ));
-    } else if per >= PROBE_S.0 {
+        // A deadline or target is checked against the leader's prediction: it gets the
+        // longer probe the others no longer need.
+        if must_predict {
+            let best = best_bps(found);
+            warm.retain(|(i, _)| {
+                let t = &found.facts.transports[*i];
+                t.estimate.as_ref().map(|e| e.bps) == best
+            });
+        } else {
+            warm.clear();
+        }
+    }
+    if per >= PROBE_S.0 {
         for (i, w) in warm {
             let spec = Spec {
                 stage: "estimate",
@@ -427,8 +428,20 @@ pub fn unknown_routes(found: &mut Found, a: &RequestArgs, flag: Option<f64>) -> 
     runs
 }
 
+/// The most transport `i` could deliver on these files at any raw rate: its cost per file alone
+/// (infinite without one, or without a known size).
+fn cap_bps(found: &Found, i: usize) -> f64 {
+    let f = &found.facts;
+    let pf = f.transports[i].per_file_s * f.files.max(1) as f64;
+    match f.size {
+        Some(n) if pf > 0.0 => n as f64 * 8.0 / pf,
+        _ => f64::INFINITY,
+    }
+}
+
 /// The raw rate transport `i` must reach on the direct route to be within reach of the best
-/// other estimate on these files (its cost per file counted), when there is one.
+/// other estimate on these files (its cost per file counted), when there is one; infinite when
+/// its cost per file alone takes longer.
 fn beat_for(found: &Found, i: usize) -> Option<f64> {
     let facts = &found.facts;
     let direct = facts.routes.first()?;
@@ -441,7 +454,12 @@ fn beat_for(found: &Found, i: usize) -> Option<f64> {
         Some(n) if n > 0 && pf > 0.0 => {
             let bits = n as f64 * 8.0;
             let left = bits / best - pf;
-            (left > 0.0).then(|| bits / left)
+            // Infinite: no raw rate can make up for its cost per file.
+            Some(if left > 0.0 {
+                bits / left
+            } else {
+                f64::INFINITY
+            })
         }
         _ => Some(best),
     }
@@ -524,7 +542,12 @@ pub fn tune(
     let mut opt = Spsa::new(space, cfg, crate::cmd::now_unix() as u64);
     let len = sized(rate, per);
     let (mut best_p, mut best_bps) = (known.parallelism.unwrap_or(DEFAULT_STREAMS), rate);
+    // The budget is wall time: each probe's set-up (logins, data connections) counts too.
+    let t0 = std::time::Instant::now();
     while let Some(pt) = opt.ask() {
+        if t0.elapsed().as_secs_f64() + per > left {
+            break;
+        }
         let p = (opt.space().to_real(&pt)[0].round() as u32).clamp(1, MAX_STREAMS);
         let spec = Spec {
             stage: "fastprof",

@@ -215,8 +215,9 @@ fn judged(legs: &[Leg], ends: &(String, String), ids: &[String]) -> bool {
 
 /// Drops each relayed route predicted no faster than `1 + threshold` times the best direct
 /// workflow (the route chooser's split rule, applied after the probes), with a note. Nothing is
-/// dropped while direct has no prediction, nor a route a trial on the real data measured (the
-/// threshold guards predictions; a trial measured both routes alike).
+/// dropped while direct has no prediction, nor a route measured through its relays (copies,
+/// probes and trials along it: their rate includes the relays' overhead, which the threshold
+/// stands in for in a prediction composed from legs measured apart).
 pub fn split_threshold(found: &mut Found, threshold: f64) {
     let facts = &found.facts;
     let Some(direct) = facts
@@ -230,8 +231,10 @@ pub fn split_threshold(found: &mut Found, threshold: f64) {
     for i in (1..found.facts.routes.len()).rev() {
         let r = &found.facts.routes[i];
         let Some(e) = &r.estimate else { continue };
-        // A trial measured it and direct alike, on the same data just now: the faster wins.
-        if e.source.starts_with("trial:") {
+        // Measured through the relay (copies and probes along it, trials), the route's rate
+        // includes the relay's overhead: the faster wins. The threshold guards the chooser's
+        // predictions, composed from legs measured apart.
+        if !e.source.starts_with("prediction:") {
             continue;
         }
         if e.bps < direct * (1.0 + threshold) {
