@@ -232,16 +232,23 @@ pub fn unknown_transports(
     (flag, must_predict): (Option<f64>, bool),
     skip: Option<&str>,
 ) -> (Vec<ProbeRun>, f64) {
-    let mut runs = Vec::new();
     let mut unknown: Vec<usize> = (0..found.facts.transports.len())
         .filter(|&i| found.facts.transports[i].estimate.is_none())
         .filter(|&i| Some(found.facts.transports[i].name.as_str()) != skip)
         .collect();
-    // A transport whose cost per file caps it low goes last (so it need not be probed once
-    // another outruns its cap); else PLUT's warm-up is short (32 MiB at its rate), and probed
-    // first it lets a TCP warm-up that falls decisively behind stop early (a long lossy path).
+    // On many files a transport whose cost per file caps it goes last (so it need not be
+    // probed once another outruns its cap); else PLUT's warm-up is short (32 MiB at its rate),
+    // and probed first it lets a TCP warm-up that falls decisively behind stop early (a long
+    // lossy path).
     unknown.sort_by(|&i, &j| {
-        let key = |k: usize| (cap_bps(found, k), found.facts.transports[k].name == "plut");
+        let key = |k: usize| {
+            let cap = if found.facts.files > 1 {
+                cap_bps(found, k)
+            } else {
+                f64::INFINITY
+            };
+            (cap, found.facts.transports[k].name == "plut")
+        };
         key(j)
             .partial_cmp(&key(i))
             .unwrap_or(std::cmp::Ordering::Equal)
@@ -267,45 +274,9 @@ pub fn unknown_transports(
                 }
             ));
         }
-        return (runs, budget(found, flag, best_bps(found)));
+        return (Vec::new(), budget(found, flag, best_bps(found)));
     }
-    let mut dropped = Vec::new();
-    let mut warm = Vec::new();
-    for &i in &unknown {
-        let name = found.facts.transports[i].name.clone();
-        let beat = beat_for(found, i);
-        if beat == Some(f64::INFINITY) {
-            found.notes.push(format!(
-                "{name}: not probed: its cost per file alone ({} files) takes longer than the \
-                 best estimate needs for the whole transfer",
-                found.facts.files
-            ));
-            continue;
-        }
-        let spec = Spec {
-            stage: "estimate",
-            route: 0,
-            transport: &name,
-            p: DEFAULT_STREAMS,
-            len: WARM_BYTES,
-            secs: warm_s(found),
-            beat,
-        };
-        let run = probe(found, a, spec);
-        runs.push(run.clone());
-        match &run.error {
-            Some(e) => {
-                found
-                    .notes
-                    .push(format!("{name}: probe failed, not planned: {e}"));
-                dropped.push(i);
-            }
-            None => {
-                set_estimate(found, i, &run);
-                warm.push((i, run));
-            }
-        }
-    }
+    let (mut runs, mut warm, dropped) = warm_ups(found, a, &unknown);
     let budget = budget(found, flag, best_bps(found));
     let spent: f64 = runs.iter().map(|r| r.seconds).sum();
     let per = ((budget - spent) / warm.len().max(1) as f64).min(PROBE_S.1);
@@ -354,6 +325,53 @@ pub fn unknown_transports(
         found.facts.transports.remove(i);
     }
     (runs, budget)
+}
+
+/// The warm-up probes of the transports `unknown`, in order, each judged against the
+/// estimates before it: the probes, the transports measured (with their warm-up) and those whose
+/// probe failed. A transport its cost per file rules out is not probed, with a note.
+fn warm_ups(
+    found: &mut Found,
+    a: &RequestArgs,
+    unknown: &[usize],
+) -> (Vec<ProbeRun>, Vec<(usize, ProbeRun)>, Vec<usize>) {
+    let (mut runs, mut warm, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    for &i in unknown {
+        let name = found.facts.transports[i].name.clone();
+        let beat = beat_for(found, i);
+        if beat == Some(f64::INFINITY) {
+            found.notes.push(format!(
+                "{name}: not probed: its cost per file alone ({} files) takes longer than the \
+                 best estimate needs for the whole transfer",
+                found.facts.files
+            ));
+            continue;
+        }
+        let spec = Spec {
+            stage: "estimate",
+            route: 0,
+            transport: &name,
+            p: DEFAULT_STREAMS,
+            len: WARM_BYTES,
+            secs: warm_s(found),
+            beat,
+        };
+        let run = probe(found, a, spec);
+        runs.push(run.clone());
+        match &run.error {
+            Some(e) => {
+                found
+                    .notes
+                    .push(format!("{name}: probe failed, not planned: {e}"));
+                dropped.push(i);
+            }
+            None => {
+                set_estimate(found, i, &run);
+                warm.push((i, run));
+            }
+        }
+    }
+    (runs, warm, dropped)
 }
 
 /// Probes each relayed route nothing predicts: one warm-up copy through the relays (TCP, the
