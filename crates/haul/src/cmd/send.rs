@@ -11,6 +11,7 @@ mod probe;
 mod report;
 mod request;
 mod routes;
+mod settings;
 mod steady;
 mod trial;
 

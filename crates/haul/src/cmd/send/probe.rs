@@ -12,6 +12,7 @@ use haul_tune::spsa::{Spsa, SpsaConfig, Start};
 use haul_tune::{Optimizer, Stopping};
 
 use super::facts::Found;
+pub use super::settings::Settings;
 pub use super::steady::Steady;
 use super::RequestArgs;
 use crate::cmd::{human_bytes, human_rate};
@@ -47,44 +48,6 @@ const MAX_TUNE_PROBES: usize = 8;
 const MAX_STREAMS: u32 = 32;
 /// The streams haul cp uses by default.
 const DEFAULT_STREAMS: u32 = 4;
-
-/// The settings the transfer runs with, and where they came from.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Settings {
-    /// TCP streams per file (`-p`); None: haul cp's default.
-    pub parallelism: Option<u32>,
-    /// Socket buffer (`--tcp-buffer`); None: the kernel's autotuning.
-    pub tcp_buffer: Option<u64>,
-    /// Where they came from.
-    pub source: String,
-}
-
-impl Settings {
-    /// These settings when `keep`, else haul cp's defaults (a re-plan to another transport).
-    pub fn only_if(self, keep: bool) -> Settings {
-        if keep {
-            self
-        } else {
-            Settings {
-                parallelism: None,
-                tcp_buffer: None,
-                source: "haul cp's defaults (re-planned to another transport)".into(),
-            }
-        }
-    }
-
-    /// The `haul cp` flags that apply them.
-    pub fn words(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        if let Some(p) = self.parallelism {
-            w.extend(["-p".into(), p.to_string()]);
-        }
-        if let Some(b) = self.tcp_buffer {
-            w.extend(["--tcp-buffer".into(), b.to_string()]);
-        }
-        w
-    }
-}
 
 /// One memory-to-memory probe.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -280,29 +243,7 @@ pub fn unknown_transports(
     let budget = budget(found, flag, best_bps(found));
     let spent: f64 = runs.iter().map(|r| r.seconds).sum();
     let per = ((budget - spent) / warm.len().max(1) as f64).min(PROBE_S.1);
-    let decisive = decisive(found);
-    if let Some(lead) = decisive.filter(|_| flag.is_none()) {
-        found.notes.push(format!(
-            "the warm-ups were decisive (the fastest at {lead:.1}x the next, on these files): \
-             no longer probes{}",
-            if must_predict {
-                " but the fastest, for the deadline or target"
-            } else {
-                ""
-            }
-        ));
-        // A deadline or target is checked against the leader's prediction: it gets the
-        // longer probe the others no longer need.
-        if must_predict {
-            let best = best_bps(found);
-            warm.retain(|(i, _)| {
-                let t = &found.facts.transports[*i];
-                t.estimate.as_ref().map(|e| e.bps) == best
-            });
-        } else {
-            warm.clear();
-        }
-    }
+    keep_for_longer_probes(found, &mut warm, flag, must_predict);
     if per >= PROBE_S.0 {
         for (i, w) in warm {
             let spec = Spec {
@@ -325,6 +266,51 @@ pub fn unknown_transports(
         found.facts.transports.remove(i);
     }
     (runs, budget)
+}
+
+/// Which warm-up transports still get a longer probe: none when only one transport is left to
+/// plan or the warm-ups were decisive, except the leader when a deadline or target must be
+/// checked against its prediction.
+fn keep_for_longer_probes(
+    found: &mut Found,
+    warm: &mut Vec<(usize, ProbeRun)>,
+    flag: Option<f64>,
+    must_predict: bool,
+) {
+    let decisive = decisive(found);
+    // With one transport left to plan (the others capped or failed), longer probes have
+    // nothing to decide, unless a deadline or target needs its prediction.
+    let rivals = found
+        .facts
+        .transports
+        .iter()
+        .filter(|t| t.estimate.is_some())
+        .count();
+    if rivals < 2 && !must_predict && flag.is_none() {
+        warm.clear();
+    }
+    if let Some(lead) = decisive.filter(|_| flag.is_none()) {
+        found.notes.push(format!(
+            "the warm-ups were decisive (the fastest at {lead:.1}x the next, on these files): \
+             no longer probes{}",
+            if must_predict {
+                " but the fastest, for the deadline or target"
+            } else {
+                ""
+            }
+        ));
+        // A deadline or target is checked against the leader's prediction: it gets the
+        // longer probe the others no longer need.
+        if must_predict {
+            let best = best_bps(found);
+            warm.retain(|(i, _)| {
+                let t = &found.facts.transports[*i];
+                t.estimate.as_ref().map(|e| e.bps) == best
+            });
+        } else {
+            warm.clear();
+        }
+    }
 }
 
 /// The warm-up probes of the transports `unknown`, in order, each judged against the
