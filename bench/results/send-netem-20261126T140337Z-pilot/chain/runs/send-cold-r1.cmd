@@ -1,0 +1,1 @@
+env XDG_CONFIG_HOME=/tmp/pilot-chain/chain/config /tmp/send-bench-bin/haul send ftp://10.78.0.1:2811/f-67108864.bin /var/tmp/send-netem-dst/send-cold-r1/f-67108864.bin --history /tmp/send-netem-scratch/chain-send-cold-r1.sqlite --json
