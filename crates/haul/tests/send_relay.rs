@@ -15,22 +15,13 @@ use serde_json::Value;
 
 /// `haul send SRC DST --json --history HIST EXTRA` with `XDG_CONFIG_HOME=CONFIG`.
 fn send(src: &str, dst: &Path, hist: &Path, config: &Path, extra: &[&str]) -> (Output, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["send", src])
-        .arg(dst)
-        .args(["--json", "--history"])
-        .arg(hist)
-        .args(extra)
-        .env("XDG_CONFIG_HOME", config)
-        .output()
-        .expect("run haul");
-    eprintln!(
-        "haul send: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, j)
+    send_json(
+        src,
+        dst,
+        hist,
+        extra,
+        &[("XDG_CONFIG_HOME", config.to_str().unwrap())],
+    )
 }
 
 /// Whether the plan in `j` had the route `via`: among its combinations, or left out with a note
@@ -137,21 +128,17 @@ fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_
     let hist = dir.path().join("h.sqlite");
     let a = dir.path().join("a.bin");
     // TCP downloads slowed to 40 MB/s: the direct trial (5 s of data) cannot finish the file.
-    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["send", &format!("ftp://{}/f.bin", origin.addr)])
-        .arg(&a)
-        .args(["--json", "--relays", &relay.addr, "--history"])
-        .arg(&hist)
-        .env("XDG_CONFIG_HOME", &config)
-        .env("FAILPOINTS", "xfer::tcp_sink_rate=return(40000000)")
-        .output()
-        .expect("run haul");
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(
-        out.status.success(),
-        "{}\n{j:#}",
-        String::from_utf8_lossy(&out.stderr)
+    let (out, j) = send_json(
+        &format!("ftp://{}/f.bin", origin.addr),
+        &a,
+        &hist,
+        &["--relays", &relay.addr],
+        &[
+            ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+            ("FAILPOINTS", "xfer::tcp_sink_rate=return(40000000)"),
+        ],
     );
+    assert!(out.status.success(), "{j:#}");
     assert!(fs::read(&a).unwrap() == body, "the copy differs");
     assert_eq!(j["transfer"]["verified_files"], 1, "{j:#}");
     let attempts = j["attempts"].as_array().expect("attempts").clone();

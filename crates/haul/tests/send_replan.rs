@@ -4,37 +4,9 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use common::haul::*;
-use serde_json::Value;
-
-fn send(
-    src: &str,
-    dst: &Path,
-    hist: &Path,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> (Output, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
-        .args(["send", src])
-        .arg(dst)
-        .arg("--history")
-        .arg(hist)
-        .arg("--json")
-        .args(extra)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run haul send");
-    eprintln!(
-        "haul send {extra:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, j)
-}
 
 /// `haul serve --anonymous` over one file `f` of `len` random bytes: the temp dir, the bytes,
 /// the server, a history path and the file's URL.
@@ -54,7 +26,7 @@ fn served(len: usize, seed: u64) -> (tempfile::TempDir, Vec<u8>, Serve, PathBuf,
 fn a_copy_far_below_its_prediction_is_re_planned_and_completes_verified() {
     let (dir, data, _srv, hist, src) = served(24 << 20, 7);
     // A first send with a budget: both transports probed, TCP (fast on loopback) chosen.
-    let (out, j) = send(
+    let (out, j) = send_json(
         &src,
         &dir.path().join("a"),
         &hist,
@@ -67,7 +39,7 @@ fn a_copy_far_below_its_prediction_is_re_planned_and_completes_verified() {
     // The same download with TCP slowed to 2 MB/s: judged after 3 s over a 2 s window.
     let b = dir.path().join("b");
     let slow = [("FAILPOINTS", "xfer::tcp_sink_rate=return(2000000)")];
-    let (out, j) = send(&src, &b, &hist, &["--replan-window", "2s"], &slow);
+    let (out, j) = send_json(&src, &b, &hist, &["--replan-window", "2s"], &slow);
     assert!(out.status.success(), "{j:#}");
     let attempts = j["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2, "{j:#}");
@@ -109,7 +81,7 @@ fn a_copy_far_below_its_prediction_is_re_planned_and_completes_verified() {
 #[test]
 fn without_re_planning_the_slow_copy_runs_to_its_end() {
     let (dir, data, _srv, hist, src) = served(6 << 20, 9);
-    let (out, _) = send(
+    let (out, _) = send_json(
         &src,
         &dir.path().join("a"),
         &hist,
@@ -119,7 +91,7 @@ fn without_re_planning_the_slow_copy_runs_to_its_end() {
     assert!(out.status.success());
     let b = dir.path().join("b");
     let slow = [("FAILPOINTS", "xfer::tcp_sink_rate=return(2000000)")];
-    let (out, j) = send(&src, &b, &hist, &["--replan-window", "0"], &slow);
+    let (out, j) = send_json(&src, &b, &hist, &["--replan-window", "0"], &slow);
     assert!(out.status.success(), "{j:#}");
     let attempts = j["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 1, "{j:#}");

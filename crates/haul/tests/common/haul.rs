@@ -170,3 +170,31 @@ impl RawControl {
         self.reply()
     }
 }
+
+/// `haul send SRC DST --history HIST --json EXTRA` with `env` set, echoing its stderr for
+/// failure diagnosis; its JSON report (null when stdout is not JSON).
+pub fn send_json(
+    src: &str,
+    dst: &Path,
+    hist: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["send", src])
+        .arg(dst)
+        .arg("--history")
+        .arg(hist)
+        .arg("--json")
+        .args(extra)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run haul send");
+    eprintln!(
+        "haul send {extra:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out, j)
+}

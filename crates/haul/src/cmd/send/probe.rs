@@ -13,7 +13,7 @@ use haul_tune::{Optimizer, Stopping};
 
 use super::facts::Found;
 pub use super::settings::Settings;
-pub use super::steady::Steady;
+use super::steady::watched;
 use super::RequestArgs;
 use crate::cmd::{human_bytes, human_rate};
 
@@ -128,17 +128,13 @@ fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
         "100".into(),
     ]);
     words.extend(a.common_words());
-    let steady = std::rc::Rc::new(std::cell::RefCell::new(Steady::default()));
-    let seen = steady.clone();
     let judge = JUDGE_AFTER
         .0
         .max(JUDGE_AFTER.1 * found.rtt_s.unwrap_or(0.0));
     let (secs, beat) = (spec.secs, spec.beat);
     let run = crate::cmd::cp::args_from(&words).and_then(|mut cp| {
         cp.kind = Some("probe");
-        cp.watchdog = Some(crate::cmd::cp::Watchdog(Box::new(move |s| {
-            let mut st = seen.borrow_mut();
-            st.add(s);
+        let (steady, dog) = watched(move |st, s| {
             if s.t_s >= secs {
                 return Some(format!("the probe's {secs:.1} s are up"));
             }
@@ -151,8 +147,9 @@ fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
                 )),
                 _ => None,
             }
-        })));
-        crate::cmd::cp::copy(cp)
+        });
+        cp.watchdog = Some(dog);
+        crate::cmd::cp::copy(cp).map(|c| (c, steady))
     });
     let mut out = ProbeRun {
         stage: spec.stage,
@@ -164,7 +161,7 @@ fn probe(found: &Found, a: &RequestArgs, spec: Spec<'_>) -> ProbeRun {
         error: None,
     };
     match run {
-        Ok(c) => {
+        Ok((c, steady)) => {
             out.bytes = c.summary.bytes;
             out.seconds = c.summary.duration_s;
             out.bps = steady
@@ -365,9 +362,7 @@ fn warm_ups(
 /// falls decisively behind the best direct estimate. A route whose probe fails is dropped with
 /// a note; small transfers (as for transports) and `--profile-budget 0` probe nothing.
 pub fn unknown_routes(found: &mut Found, a: &RequestArgs, flag: Option<f64>) -> Vec<ProbeRun> {
-    let unknown: Vec<usize> = (1..found.facts.routes.len())
-        .filter(|&i| found.facts.routes[i].estimate.is_none())
-        .collect();
+    let unknown = super::routes::unknown(found);
     let small = found
         .facts
         .size
@@ -382,13 +377,7 @@ pub fn unknown_routes(found: &mut Found, a: &RequestArgs, flag: Option<f64>) -> 
         }
         return Vec::new();
     }
-    let direct = {
-        let f = &found.facts;
-        f.transports
-            .iter()
-            .filter_map(|t| haul_plan::workflow::effective_bps(f, &f.routes[0], t))
-            .reduce(f64::max)
-    };
+    let direct = super::routes::best_direct_bps(&found.facts);
     let mut runs = Vec::new();
     let mut dropped = Vec::new();
     for i in unknown {
@@ -425,9 +414,7 @@ pub fn unknown_routes(found: &mut Found, a: &RequestArgs, flag: Option<f64>) -> 
         runs.push(run);
     }
     for i in dropped.into_iter().rev() {
-        found.facts.routes.remove(i);
-        found.urls.remove(i);
-        found.probe_urls.remove(i);
+        super::routes::drop_route(found, i);
     }
     runs
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use haul_overlay::route::Leg;
 use haul_plan::request::Request;
-use haul_plan::workflow::{effective_bps, Estimate, RouteOption};
+use haul_plan::workflow::{effective_bps, Estimate, Facts, RouteOption};
 use haul_store::TransferRecord;
 use haul_xfer::{Endpoint, RemoteUrl};
 
@@ -213,19 +213,36 @@ fn judged(legs: &[Leg], ends: &(String, String), ids: &[String]) -> bool {
     known(&ends.0, &ends.1) && hops.windows(2).all(|w| known(w[0], w[1]))
 }
 
+/// The relayed routes nothing predicts.
+pub fn unknown(found: &Found) -> Vec<usize> {
+    (1..found.facts.routes.len())
+        .filter(|&i| found.facts.routes[i].estimate.is_none())
+        .collect()
+}
+
+/// The best predicted rate of any transport on the direct route, on these files.
+pub fn best_direct_bps(facts: &Facts) -> Option<f64> {
+    facts
+        .transports
+        .iter()
+        .filter_map(|t| effective_bps(facts, &facts.routes[0], t))
+        .reduce(f64::max)
+}
+
+/// Takes route `i` out of the plan, with its URLs.
+pub fn drop_route(found: &mut Found, i: usize) {
+    found.facts.routes.remove(i);
+    found.urls.remove(i);
+    found.probe_urls.remove(i);
+}
+
 /// Drops each relayed route predicted no faster than `1 + threshold` times the best direct
 /// workflow (the route chooser's split rule, applied after the probes), with a note. Nothing is
 /// dropped while direct has no prediction, nor a route measured through its relays (copies,
 /// probes and trials along it: their rate includes the relays' overhead, which the threshold
 /// stands in for in a prediction composed from legs measured apart).
 pub fn split_threshold(found: &mut Found, threshold: f64) {
-    let facts = &found.facts;
-    let Some(direct) = facts
-        .transports
-        .iter()
-        .filter_map(|t| effective_bps(facts, &facts.routes[0], t))
-        .reduce(f64::max)
-    else {
+    let Some(direct) = best_direct_bps(&found.facts) else {
         return;
     };
     for i in (1..found.facts.routes.len()).rev() {
@@ -245,9 +262,7 @@ pub fn split_threshold(found: &mut Found, threshold: f64) {
                 threshold * 100.0,
                 human_rate(direct)
             ));
-            found.facts.routes.remove(i);
-            found.urls.remove(i);
-            found.probe_urls.remove(i);
+            drop_route(found, i);
         }
     }
 }

@@ -1,5 +1,25 @@
 //! A probe's or trial's rate from its throughput samples, without the connections' set-up.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use haul_xfer::engine::Sample;
+
+/// A copy's watchdog that feeds every sample to a [`Steady`] and stops the copy when `stop`,
+/// given the samples so far and the newest, says why; the `Steady` stays readable after.
+pub fn watched(
+    mut stop: impl FnMut(&Steady, &Sample) -> Option<String> + 'static,
+) -> (Rc<RefCell<Steady>>, crate::cmd::cp::Watchdog) {
+    let steady = Rc::new(RefCell::new(Steady::default()));
+    let seen = steady.clone();
+    let dog = crate::cmd::cp::Watchdog(Box::new(move |s| {
+        let mut st = seen.borrow_mut();
+        st.add(s);
+        stop(&st, s)
+    }));
+    (steady, dog)
+}
+
 /// A probe's rate from its samples after the first byte arrived, so the connections' set-up
 /// (a per-file cost, not a rate) does not count.
 #[derive(Default)]
@@ -12,7 +32,7 @@ pub struct Steady {
 }
 
 impl Steady {
-    pub fn add(&mut self, s: &haul_xfer::engine::Sample) {
+    pub fn add(&mut self, s: &Sample) {
         match self.first_s {
             None if s.bytes > 0 => self.first_s = Some(s.t_s),
             None => {}
@@ -65,7 +85,6 @@ pub const MIN_STEADY_S: f64 = 0.3;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use haul_xfer::engine::Sample;
 
     fn fed(samples: &[(f64, u64)]) -> Steady {
         let mut st = Steady::default();

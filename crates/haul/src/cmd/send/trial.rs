@@ -12,7 +12,9 @@ use std::collections::HashSet;
 use haul_plan::workflow::{Combination, Estimate, Verdict};
 
 use super::facts::Found;
-use super::probe::{Settings, Steady, SMALL_TRANSFER_PROBES, WARM_BYTES};
+use super::probe::{Settings, SMALL_TRANSFER_PROBES, WARM_BYTES};
+use super::routes::unknown;
+use super::steady::watched;
 use super::{copy, Args, Attempt};
 use crate::cmd::human_rate;
 
@@ -31,13 +33,6 @@ pub struct Start {
     pub only: Option<HashSet<String>>,
     /// A trial that moved everything.
     pub finished: Option<crate::cmd::cp::Copied>,
-}
-
-/// The unknown relayed routes.
-fn unknown(found: &Found) -> Vec<usize> {
-    (1..found.facts.routes.len())
-        .filter(|&i| found.facts.routes[i].estimate.is_none())
-        .collect()
 }
 
 /// Whether to try routes on the real data: some relayed route is unknown, TCP is planned, and
@@ -78,13 +73,9 @@ pub fn run(
             predicted_s: None,
             verdict: Verdict::Chosen,
         };
-        let steady = std::rc::Rc::new(std::cell::RefCell::new(Steady::default()));
-        let seen = steady.clone();
-        let dog = crate::cmd::cp::Watchdog(Box::new(move |s| {
-            let mut st = seen.borrow_mut();
-            st.add(s);
+        let (steady, dog) = watched(move |st, _| {
             (st.seconds() >= secs).then(|| format!("the trial's {secs:.1} s are up"))
-        }));
+        });
         let defaults = Settings {
             parallelism: None,
             tcp_buffer: None,
