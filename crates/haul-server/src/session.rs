@@ -33,7 +33,7 @@ use crate::control::{Control, Input};
 use crate::datachan::DataState;
 use crate::vfs::Root;
 
-pub use cksm::{FileId, KnownDigest};
+pub use cksm::{FileId, KnownChunks, KnownDigest};
 
 /// State shared by every session of a server.
 pub struct Shared {
@@ -78,6 +78,9 @@ pub struct Session<'a> {
     /// The digest of the file just sent or received, computed from the bytes as they went by,
     /// for the `CKSM` the client pipelined after its `RETR` or `STOR`.
     pub(crate) known_digest: Option<KnownDigest>,
+    /// The XXHC chunk digests of the file last sent or received whole, for `CKSM XXHC-LIST`
+    /// after a mismatch.
+    pub(crate) known_chunks: Option<KnownChunks>,
     /// The client's address.
     peer: IpAddr,
     /// When the client must be logged in by.
@@ -147,6 +150,7 @@ impl<'a> Session<'a> {
             rename_from: None,
             plut: Default::default(),
             known_digest: None,
+            known_chunks: None,
             peer,
             login_by: Instant::now() + shared.cfg.login_timeout,
             data_token: None,

@@ -375,8 +375,14 @@ impl Session<'_> {
         };
         let hashing = HashingSource::new(src, alg);
         if self.send_source(&hashing, ranges)? {
-            if let Some(hex) = hashing.finish(n) {
-                self.known_digest = Some(KnownDigest { virt, alg, id, hex });
+            if let Some((hex, chunks)) = hashing.finish_full(n) {
+                self.known_digest = Some(KnownDigest {
+                    virt,
+                    alg,
+                    id,
+                    hex,
+                    chunks,
+                });
             }
         }
         Ok(())

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
-use haul_transport::checksum::{Algorithm, HashingSink};
-use haul_transport::io::{Null, Sink};
+use haul_transport::checksum::{Algorithm, Finished, HashingSink};
+use haul_transport::io::{Null, OneWriter, Sink};
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::vfs::{Parent, Target};
@@ -197,10 +197,12 @@ impl<'a> Session<'a> {
             _ => None,
         };
         let part_label = format!("{virt} (part file)");
-        let hashing = alg.map(|a| HashingSink::new(&file, a, std::path::Path::new(&part_label)));
+        // Parallel streams take turns writing (see `OneWriter`).
+        let one = OneWriter::new(&file);
+        let hashing = alg.map(|a| HashingSink::new(&one, a, std::path::Path::new(&part_label)));
         let sink: &dyn Sink = match &hashing {
             Some(h) => h,
-            None => &file,
+            None => &one,
         };
         let got: RangeSet = match self.receive_into(sink, at.base, at.start, true)? {
             Ok(got) => got,
@@ -209,7 +211,7 @@ impl<'a> Session<'a> {
         };
         let len = got.ranges().last().map_or(0, |r| r.1);
         // None unless every byte of [0, len) was hashed.
-        let digest = hashing.and_then(|h| h.finish(len).ok().flatten());
+        let digest = hashing.and_then(|h| h.finish_full(len));
         drop(file);
         self.finish_upload(virt, &parent, at.to_part, alg.zip(digest))
     }
@@ -292,7 +294,7 @@ impl<'a> Session<'a> {
         virt: String,
         parent: &Parent,
         to_part: bool,
-        digest: Option<(Algorithm, String)>,
+        digest: Option<(Algorithm, Finished)>,
     ) -> io::Result<()> {
         if to_part {
             if let Err(e) = parent.commit_part() {
@@ -300,12 +302,13 @@ impl<'a> Session<'a> {
             }
         }
         // The identity after the rename, which changes the file's ctime.
-        if let (Some((alg, hex)), Ok(m)) = (digest, self.shared.vfs.stat(&virt)) {
+        if let (Some((alg, (hex, chunks))), Ok(m)) = (digest, self.shared.vfs.stat(&virt)) {
             self.known_digest = Some(KnownDigest {
                 virt,
                 alg,
                 id: FileId::of(&m),
                 hex,
+                chunks,
             });
         }
         self.finish(Outcome::Complete)

@@ -33,7 +33,10 @@ fn anonymous_login_and_feat() {
     ] {
         assert!(text.contains(f), "FEAT lacks {f}: {text}");
     }
-    assert!(text.contains("CKSM MD5;ADLER32;CRC32C;XXH128;"), "{text}");
+    assert!(
+        text.contains("CKSM MD5;ADLER32;CRC32C;XXH128;XXHC;"),
+        "{text}"
+    );
     assert!(!text.contains("AUTH TLS"), "no TLS configured: {text}");
     assert_eq!(c.cmd("SITE CLIENTINFO scheme=ftp;appname=\"t\";").code, 250);
     assert_eq!(c.cmd("TYPE I").code, 200);

@@ -10,6 +10,8 @@ use std::str::FromStr;
 use crate::io::{Sink, Source};
 use md5::Digest;
 
+pub mod chunked;
+
 /// A checksum algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Algorithm {
@@ -19,17 +21,21 @@ pub enum Algorithm {
     Adler32,
     /// CRC-32C (Castagnoli).
     Crc32c,
-    /// XXH3 128-bit: non-cryptographic, several GB/s per core; haul's default between peers.
+    /// XXH3 128-bit: non-cryptographic, several GB/s per core.
     Xxh128,
+    /// XXH3-128 over 1 MiB chunks ([`chunked`]): hashed in any order while the bytes pass, so
+    /// neither end reads the file twice; haul's default between peers.
+    Xxhc,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order FEAT advertises them.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::Md5,
         Algorithm::Adler32,
         Algorithm::Crc32c,
         Algorithm::Xxh128,
+        Algorithm::Xxhc,
     ];
 
     /// The CKSM name on the wire.
@@ -39,6 +45,7 @@ impl Algorithm {
             Algorithm::Adler32 => "ADLER32",
             Algorithm::Crc32c => "CRC32C",
             Algorithm::Xxh128 => "XXH128",
+            Algorithm::Xxhc => "XXHC",
         }
     }
 }
@@ -51,7 +58,7 @@ impl fmt::Display for Algorithm {
 
 /// An unknown algorithm name.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown checksum algorithm {0:?} (known: MD5, ADLER32, CRC32C, XXH128)")]
+#[error("unknown checksum algorithm {0:?} (known: MD5, ADLER32, CRC32C, XXH128, XXHC)")]
 pub struct UnknownAlgorithm(pub String);
 
 impl FromStr for Algorithm {
@@ -62,6 +69,7 @@ impl FromStr for Algorithm {
             "ADLER32" | "ADLER-32" => Ok(Algorithm::Adler32),
             "CRC32C" | "CRC-32C" => Ok(Algorithm::Crc32c),
             "XXH128" | "XXH3" | "XXH3-128" => Ok(Algorithm::Xxh128),
+            "XXHC" => Ok(Algorithm::Xxhc),
             _ => Err(UnknownAlgorithm(s.to_string())),
         }
     }
@@ -77,6 +85,8 @@ pub enum Hasher {
     Crc(u32),
     /// XXH3-128 state.
     Xxh(Box<xxhash_rust::xxh3::Xxh3>),
+    /// XXHC state, fed in file order.
+    Xxhc(Box<chunked::Sequential>),
 }
 
 impl Hasher {
@@ -87,6 +97,7 @@ impl Hasher {
             Algorithm::Adler32 => Hasher::Adler(adler::Adler32::new()),
             Algorithm::Crc32c => Hasher::Crc(0),
             Algorithm::Xxh128 => Hasher::Xxh(Box::default()),
+            Algorithm::Xxhc => Hasher::Xxhc(Box::default()),
         }
     }
 
@@ -97,6 +108,7 @@ impl Hasher {
             Hasher::Adler(h) => h.write_slice(data),
             Hasher::Crc(c) => *c = crc32c::crc32c_append(*c, data),
             Hasher::Xxh(h) => h.update(data),
+            Hasher::Xxhc(h) => h.update(data),
         }
     }
 
@@ -107,6 +119,7 @@ impl Hasher {
             Hasher::Adler(h) => format!("{:08x}", h.checksum()),
             Hasher::Crc(c) => format!("{c:08x}"),
             Hasher::Xxh(h) => format!("{:032x}", h.digest128()),
+            Hasher::Xxhc(h) => h.finish().root_hex(),
         }
     }
 }
@@ -157,6 +170,27 @@ fn feed(h: &mut Hasher, src: &dyn Source, mut at: u64, end: Option<u64>) -> std:
     r
 }
 
+/// The XXH3-128 digests of the chunks of `src` in `[start, end)`; `start` is a multiple of
+/// [`chunked::CHUNK`]. Fails if the source ends before `end`.
+pub fn feed_chunks(src: &dyn Source, start: u64, end: u64) -> std::io::Result<Vec<u128>> {
+    let mut out = Vec::new();
+    let mut at = start;
+    while at < end {
+        let stop = (at + chunked::CHUNK).min(end);
+        let mut h = Hasher::new(Algorithm::Xxh128);
+        if feed(&mut h, src, at, Some(stop))? < stop {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("file ended before byte {stop}"),
+            ));
+        }
+        let Hasher::Xxh(x) = h else { unreachable!() };
+        out.push(x.digest128());
+        at = stop;
+    }
+    Ok(out)
+}
+
 /// A digest computed from bytes as they pass by, at whatever offsets they come: bytes that
 /// continue the hashed prefix are hashed at once (the common case: one stream, blocks in order);
 /// bytes beyond it are noted and hashed later by reading them back from the copy they were
@@ -172,12 +206,22 @@ pub struct Running {
 impl Running {
     /// A fresh digest of `alg`.
     pub fn new(alg: Algorithm) -> Running {
+        Running::at(alg, 0)
+    }
+
+    /// A fresh digest of `alg` over bytes from offset `start` on.
+    pub fn at(alg: Algorithm, start: u64) -> Running {
         Running {
             hasher: Hasher::new(alg),
-            next: 0,
+            next: start,
             ahead: Default::default(),
             broken: false,
         }
+    }
+
+    /// Where the hashed prefix ends.
+    pub fn hashed_to(&self) -> u64 {
+        self.next
     }
 
     /// Notes bytes `data` at `offset`; hashes them now if they continue the hashed prefix.
@@ -230,18 +274,85 @@ impl Running {
 
     /// The digest of bytes `[0, len)`, or None unless exactly those were hashed, each once.
     pub fn finish(self, len: u64) -> Option<String> {
-        (!self.broken && self.next == len && self.ahead.is_empty())
-            .then(|| self.hasher.finish_hex())
+        self.into_hasher(len).map(Hasher::finish_hex)
+    }
+
+    /// The hasher, once exactly the bytes from the start to `end` were hashed, each once.
+    pub fn into_hasher(self, end: u64) -> Option<Hasher> {
+        (!self.broken && self.next == end && self.ahead.is_empty()).then_some(self.hasher)
     }
 }
 
-/// A sink that hashes what is written to it ([`Running`]), for a file written from offset 0
-/// (a download's part file, an upload's): blocks that arrive ahead of the hashed prefix are
-/// read back from `local` once the gap before them is filled.
+/// A digest of bytes handed over at any offsets: [`Running`] for the digests of a byte stream
+/// (one lock, early bytes read back once the gap before them fills), [`chunked::Chunked`] for
+/// XXHC (a lock per chunk, so streams carrying different chunks hash at once).
+enum Digesting {
+    Whole(std::sync::Mutex<Running>),
+    Chunks(chunked::Chunked),
+}
+
+/// A finished digest: the hex CKSM reply, and for XXHC the chunk list behind it.
+pub type Finished = (String, Option<chunked::ChunkList>);
+
+impl Digesting {
+    fn new(alg: Algorithm) -> Digesting {
+        match alg {
+            Algorithm::Xxhc => Digesting::Chunks(chunked::Chunked::new()),
+            a => Digesting::Whole(std::sync::Mutex::new(Running::new(a))),
+        }
+    }
+
+    /// Notes `buf` at `offset`; bytes that came early are read from `copy` when their turn
+    /// comes. A failed read-back only costs the digest (`finish` then gives None).
+    fn update(&self, offset: u64, buf: &[u8], copy: &dyn Source) {
+        match self {
+            Digesting::Chunks(c) => c.update(offset, buf, copy),
+            Digesting::Whole(m) => {
+                if let Ok(mut run) = m.lock() {
+                    run.update(offset, buf);
+                    if run.behind() {
+                        let _ = run.catch_up(copy);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self, len: u64) -> Option<Finished> {
+        match self {
+            Digesting::Chunks(c) => c.finish(len).map(|l| (l.root_hex(), Some(l))),
+            Digesting::Whole(m) => m
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish(len)
+                .map(|h| (h, None)),
+        }
+    }
+}
+
+/// The file at a path, opened on its first read: the copy a digest reads early bytes back
+/// from, which most transfers never need.
+struct LazyFile<'a> {
+    path: &'a std::path::Path,
+    file: std::sync::OnceLock<std::io::Result<std::fs::File>>,
+}
+
+impl Source for LazyFile<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        match self.file.get_or_init(|| std::fs::File::open(self.path)) {
+            Ok(f) => f.read_at(buf, offset),
+            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+}
+
+/// A sink that hashes what is written to it, for a file written from offset 0 (a download's
+/// part file, an upload's): blocks that arrive ahead of the hashed prefix (of their chunk, for
+/// XXHC) are read back from `local` once the gap before them is filled.
 pub struct HashingSink<'a> {
     inner: &'a dyn Sink,
-    local: &'a std::path::Path,
-    state: std::sync::Mutex<(Running, Option<std::fs::File>)>,
+    copy: LazyFile<'a>,
+    digest: Digesting,
 }
 
 impl<'a> HashingSink<'a> {
@@ -249,58 +360,40 @@ impl<'a> HashingSink<'a> {
     pub fn new(inner: &'a dyn Sink, alg: Algorithm, local: &'a std::path::Path) -> HashingSink<'a> {
         HashingSink {
             inner,
-            local,
-            state: std::sync::Mutex::new((Running::new(alg), None)),
+            copy: LazyFile {
+                path: local,
+                file: Default::default(),
+            },
+            digest: Digesting::new(alg),
         }
     }
 
     /// The digest of the `len` bytes written, or None if it has to be computed from the file.
     pub fn finish(self, len: u64) -> std::io::Result<Option<String>> {
-        let (mut run, mut copy) = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
-        // As in `write_at`, a failed read-back only costs the digest.
-        let _ = catch_up_from(self.local, &mut run, &mut copy);
-        Ok(run.finish(len))
+        Ok(self.finish_full(len).map(|d| d.0))
     }
-}
 
-/// Hashes the bytes `run` noted beyond its prefix once they continue it, reading them from
-/// `local` (opened on first need).
-fn catch_up_from(
-    local: &std::path::Path,
-    run: &mut Running,
-    copy: &mut Option<std::fs::File>,
-) -> std::io::Result<()> {
-    if !run.behind() {
-        return Ok(());
+    /// [`HashingSink::finish`], with XXHC's chunk list.
+    pub fn finish_full(self, len: u64) -> Option<Finished> {
+        self.digest.finish(len)
     }
-    let f = match copy {
-        Some(f) => f,
-        None => copy.insert(std::fs::File::open(local)?),
-    };
-    run.catch_up(f)
 }
 
 impl Sink for HashingSink<'_> {
     fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
         self.inner.write_at(buf, offset)?;
-        let mut st = self
-            .state
-            .lock()
-            .map_err(|_| std::io::Error::other("checksum state poisoned"))?;
-        let (run, copy) = &mut *st;
-        run.update(offset, buf);
         // The data is written; a failed read-back (no file descriptor left, the file renamed
         // by someone else) only costs the digest, which `finish` then leaves to a re-read.
-        let _ = catch_up_from(self.local, run, copy);
+        self.digest.update(offset, buf, &self.copy);
         Ok(())
     }
 }
 
-/// A source that hashes what is read from it ([`Running`]): in order as one stream reads it;
-/// bytes read ahead of the hashed prefix are read again once the gap before them is filled.
+/// A source that hashes what is read from it: bytes read ahead of the hashed prefix (of their
+/// chunk, for XXHC) are read again once the gap before them is filled.
 pub struct HashingSource<'a> {
     inner: &'a dyn Source,
-    run: std::sync::Mutex<Running>,
+    digest: Digesting,
 }
 
 impl<'a> HashingSource<'a> {
@@ -308,30 +401,34 @@ impl<'a> HashingSource<'a> {
     pub fn new(inner: &'a dyn Source, alg: Algorithm) -> HashingSource<'a> {
         HashingSource {
             inner,
-            run: std::sync::Mutex::new(Running::new(alg)),
+            digest: Digesting::new(alg),
         }
     }
 
     /// The digest of bytes `[0, len)`, or None unless exactly those were read.
     pub fn finish(self, len: u64) -> Option<String> {
-        self.run
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .finish(len)
+        self.finish_full(len).map(|d| d.0)
+    }
+
+    /// [`HashingSource::finish`], with XXHC's chunk list.
+    pub fn finish_full(self, len: u64) -> Option<Finished> {
+        self.digest.finish(len)
     }
 }
 
 impl Source for HashingSource<'_> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         let n = self.inner.read_at(buf, offset)?;
-        if let Ok(mut run) = self.run.lock() {
-            run.update(offset, &buf[..n]);
-            if run.behind() {
-                // A failed re-read only costs the digest (`finish` gives None).
-                let _ = run.catch_up(self.inner);
-            }
-        }
+        self.digest.update(offset, &buf[..n], self.inner);
         Ok(n)
+    }
+
+    fn backing_file(&self) -> Option<&std::fs::File> {
+        self.inner.backing_file()
+    }
+
+    fn observes_reads(&self) -> bool {
+        true
     }
 }
 

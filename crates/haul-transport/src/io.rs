@@ -8,6 +8,18 @@ use std::os::unix::fs::FileExt;
 pub trait Source: Sync {
     /// Fills `buf` from `offset`; returns the bytes read (0 at end of data).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// A file that holds this source's bytes at the same offsets, which a sender may hand to
+    /// the socket without copying them (`sendfile`); None for anything but a plain file.
+    fn backing_file(&self) -> Option<&File> {
+        None
+    }
+
+    /// True when the bytes must still pass through [`Source::read_at`] although the sender
+    /// sends them from the backing file: a source that hashes what is read.
+    fn observes_reads(&self) -> bool {
+        false
+    }
 }
 
 /// Where a receiver places file bytes.
@@ -19,6 +31,10 @@ pub trait Sink: Sync {
 impl Source for File {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         FileExt::read_at(self, buf, offset)
+    }
+
+    fn backing_file(&self) -> Option<&File> {
+        Some(self)
     }
 }
 
@@ -129,6 +145,37 @@ impl<T: Sink> Sink for RateLimited<T> {
     }
 }
 
+/// A sink written by one thread at a time. Parallel `pwrite`s to one file serialise on the
+/// file's inode lock in the kernel anyway (ext4, xfs), where waiters spin on the lock's owner:
+/// on a small or virtualised host that burns whole cores. Here waiters sleep instead.
+pub struct OneWriter<T> {
+    inner: T,
+    lock: std::sync::Mutex<()>,
+}
+
+impl<T: Sink> OneWriter<T> {
+    /// Serialises the writes to `inner`.
+    pub fn new(inner: T) -> OneWriter<T> {
+        OneWriter {
+            inner,
+            lock: std::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<T: Sink> Sink for OneWriter<T> {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let _turn = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.inner.write_at(buf, offset)
+    }
+}
+
+impl<T: Sink + ?Sized> Sink for &T {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(buf, offset)
+    }
+}
+
 impl<T: Sink + ?Sized> Sink for Box<T> {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         (**self).write_at(buf, offset)
@@ -138,6 +185,14 @@ impl<T: Sink + ?Sized> Sink for Box<T> {
 impl<T: Source + ?Sized> Source for Box<T> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         (**self).read_at(buf, offset)
+    }
+
+    fn backing_file(&self) -> Option<&File> {
+        (**self).backing_file()
+    }
+
+    fn observes_reads(&self) -> bool {
+        (**self).observes_reads()
     }
 }
 

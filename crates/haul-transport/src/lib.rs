@@ -36,6 +36,7 @@ pub mod stream;
 pub mod tls;
 pub mod token;
 pub mod udt;
+mod zerocopy;
 
 use std::io::{Read, Result as IoResult, Write};
 use std::net::{Shutdown, TcpStream};
@@ -53,6 +54,12 @@ pub trait DataStream: Read + Write + Send {
     /// A handle another thread can use to cut the stream while this one is blocked reading or
     /// writing it.
     fn cutter(&self) -> IoResult<Cutter>;
+
+    /// The plain TCP socket under this stream, to which file pages may be sent without a copy
+    /// (`sendfile`); None when bytes must pass through the stream (TLS, UDT).
+    fn plain_tcp(&self) -> Option<&TcpStream> {
+        None
+    }
 }
 
 impl DataStream for TcpStream {
@@ -66,6 +73,10 @@ impl DataStream for TcpStream {
 
     fn cutter(&self) -> IoResult<Cutter> {
         self.try_clone().map(Cutter::Tcp)
+    }
+
+    fn plain_tcp(&self) -> Option<&TcpStream> {
+        Some(self)
     }
 }
 

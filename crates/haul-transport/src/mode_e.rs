@@ -71,7 +71,7 @@ impl Progress {
     }
 }
 
-/// Hands out blocks of the requested ranges to sender threads.
+/// Hands out spans of the requested ranges to sender threads, which send each as blocks.
 struct Cursor {
     ranges: Vec<(u64, u64)>,
     idx: usize,
@@ -85,7 +85,9 @@ impl Cursor {
             let (s, e) = self.ranges[self.idx];
             let at = self.at.max(s);
             if at < e {
-                let n = (e - at).min(self.block);
+                // Spans end on multiples of the span size, so a span never straddles two XXHC
+                // chunks when it is a multiple of one.
+                let n = (e - at).min(self.block - at % self.block);
                 self.at = at + n;
                 return Some((at, n as usize));
             }
@@ -150,11 +152,13 @@ pub fn send(
     let block = (total.min(block.clamp(4096, haul_proto::mode_e::MAX_BLOCK as usize) as u64)
         as usize)
         .max(1);
+    // Streams claim whole XXHC chunks (or whole blocks, when larger), so each chunk travels in
+    // order on one stream and both ends hash it once, as it passes.
     let cursor = Mutex::new(Cursor {
         ranges: ranges.to_vec(),
         idx: 0,
         at: 0,
-        block: block as u64,
+        block: (block as u64).max(crate::checksum::chunked::CHUNK),
     });
     let abort = AtomicBool::new(false);
     let eods = conns.len() as u64;
@@ -238,6 +242,25 @@ fn send_one(
     };
     // Room for a block between two headers: its own, and the EOD / EOF that follows the
     // stream's last block in the same write.
+    // The blocks of the span this stream claimed, then of the next one it claims.
+    let mut span: Option<(u64, u64)> = None;
+    let mut take = || -> io::Result<Option<(u64, usize)>> {
+        let (at, end) = match span {
+            Some(s) if s.0 < s.1 => s,
+            _ => match take()? {
+                Some((at, n)) => (at, at + n as u64),
+                None => return Ok(None),
+            },
+        };
+        let n = (end - at).min(block as u64);
+        span = Some((at + n, end));
+        Ok(Some((at, n as usize)))
+    };
+    // A plain file to a plain TCP socket: its pages go to the socket without a copy through
+    // this buffer, which then only serves a source that must see the bytes (one that hashes).
+    let zero_copy = src
+        .backing_file()
+        .zip(conn.plain_tcp().map(std::os::fd::AsRawFd::as_raw_fd));
     with_buffer(2 * HEADER_LEN + block, |buf| -> io::Result<()> {
         let mut next = take()?;
         while let Some((offset, n)) = next {
@@ -245,6 +268,20 @@ fn send_one(
                 return Err(io::Error::other("transfer aborted by another stream"));
             }
             progress.check()?;
+            if let Some((file, sock)) = zero_copy {
+                if src.observes_reads() {
+                    read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
+                }
+                let header = Header::data(offset, n as u64).encode();
+                crate::zerocopy::send_block(sock, &header, file, offset, n)?;
+                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                next = take()?;
+                if next.is_none() {
+                    conn.write_all(&last.encode())?;
+                    return Ok(());
+                }
+                continue;
+            }
             read_exact_at(src, &mut buf[HEADER_LEN..HEADER_LEN + n], offset)?;
             buf[..HEADER_LEN].copy_from_slice(&Header::data(offset, n as u64).encode());
             let mut len = HEADER_LEN + n;

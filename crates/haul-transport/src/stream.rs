@@ -17,6 +17,12 @@ pub fn send(
 ) -> io::Result<()> {
     let mut buf = vec![0u8; crate::DEFAULT_BLOCK];
     let mut at = offset;
+    // A plain file of known length to a plain TCP socket: its pages go to the socket without
+    // a copy (see `mode_e::send`).
+    let zero_copy = src
+        .backing_file()
+        .zip(conn.plain_tcp().map(std::os::fd::AsRawFd::as_raw_fd))
+        .filter(|_| end.is_some());
     loop {
         let want = match end {
             Some(e) if at >= e => break,
@@ -24,6 +30,15 @@ pub fn send(
             None => buf.len(),
         };
         progress.check()?;
+        if let Some((file, sock)) = zero_copy {
+            if src.observes_reads() {
+                crate::io::read_exact_at(src, &mut buf[..want], at)?;
+            }
+            crate::zerocopy::send_block(sock, &[], file, at, want)?;
+            at += want as u64;
+            progress.bytes.fetch_add(want as u64, Ordering::Relaxed);
+            continue;
+        }
         let n = src.read_at(&mut buf[..want], at)?;
         if n == 0 {
             if let Some(e) = end {

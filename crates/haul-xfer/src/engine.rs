@@ -46,6 +46,7 @@ struct Shared {
     files: AtomicU64,
     verified: AtomicU64,
     retransferred: AtomicU64,
+    chunks_resent: AtomicU64,
     alg: Mutex<Option<Algorithm>>,
     stop: AtomicBool,
     /// Set by [`Transfer::abort`]: files in flight stop at their next block.
@@ -147,6 +148,7 @@ impl Transfer {
             files: AtomicU64::new(0),
             verified: AtomicU64::new(0),
             retransferred: AtomicU64::new(0),
+            chunks_resent: AtomicU64::new(0),
             alg: Mutex::new(None),
             stop: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
@@ -370,6 +372,7 @@ pub(crate) fn choose_alg(
         return Ok(Some(a));
     }
     for a in [
+        Algorithm::Xxhc,
         Algorithm::Xxh128,
         Algorithm::Md5,
         Algorithm::Adler32,

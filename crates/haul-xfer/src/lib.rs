@@ -6,6 +6,8 @@ pub mod checksum;
 pub mod control;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "failpoints")]
+mod failpoint;
 pub mod ledger;
 pub mod listing;
 pub mod path;

@@ -122,6 +122,8 @@ pub struct ItemResult {
     pub server_cksm: Option<String>,
     /// Our checksum of the downloaded file, computed while the server computed its own.
     pub local_cksm: Option<String>,
+    /// For XXHC hashed on the way in, the chunk digests behind `local_cksm`.
+    pub local_chunks: Option<crate::checksum::chunked::ChunkList>,
     /// Ranges the server reported written (111 markers), uploads only.
     pub markers: RangeSet,
 }
@@ -287,6 +289,27 @@ impl Session {
         parse_cksm_reply(&r).ok_or_else(|| XferError::Protocol {
             host: self.ctl.name.clone(),
             reply: r.to_string(),
+        })
+    }
+
+    /// The server's XXHC digests of the chunks of `path` from the one holding `offset`, at
+    /// most [`chunked::MAX_LIST`](crate::checksum::chunked::MAX_LIST) of them.
+    pub fn cksm_list(
+        &mut self,
+        path: &str,
+        offset: u64,
+    ) -> Result<crate::checksum::chunked::ListWindow, XferError> {
+        self.usable()?;
+        let cmd = Command::Cksm {
+            algorithm: crate::checksum::chunked::LIST.into(),
+            offset,
+            length: None,
+            path: path.to_string(),
+        };
+        let r = self.ctl.expect(&cmd, 213)?;
+        crate::checksum::chunked::ListWindow::parse(&r.lines).map_err(|e| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: e.to_string(),
         })
     }
 

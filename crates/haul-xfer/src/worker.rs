@@ -14,6 +14,7 @@ use crate::session::{DataParams, Session};
 use crate::url::RemoteUrl;
 
 mod download;
+mod repair;
 mod third_party;
 mod upload;
 

@@ -80,11 +80,11 @@ proptest! {
 
     /// An algorithm name a client sends parses to the algorithm, in any case; nothing else does.
     #[test]
-    fn algorithm_names(s in prop_oneof!["(?i)(md5|adler-?32|crc-?32c|xxh3|xxh128|xxh3-128)", ".{0,12}"]) {
+    fn algorithm_names(s in prop_oneof!["(?i)(md5|adler-?32|crc-?32c|xxh3|xxh128|xxh3-128|xxhc)", ".{0,12}"]) {
         match s.parse::<Algorithm>() {
             Ok(a) => {
                 prop_assert_eq!(a.name().parse::<Algorithm>().ok(), Some(a));
-                let known = ["MD5", "ADLER32", "ADLER-32", "CRC32C", "CRC-32C", "XXH128", "XXH3", "XXH3-128"];
+                let known = ["MD5", "ADLER32", "ADLER-32", "CRC32C", "CRC-32C", "XXH128", "XXH3", "XXH3-128", "XXHC"];
                 prop_assert!(known.contains(&s.to_ascii_uppercase().as_str()), "{:?}", s);
             }
             Err(e) => prop_assert!(e.to_string().contains("unknown checksum algorithm")),

@@ -50,7 +50,7 @@ fn tls_download_and_upload() {
     assert!(out.status.success());
     assert_eq!(fs::read(&dl).unwrap(), data);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(j["checksum"], "XXH128", "haul peers verify with XXH128");
+    assert_eq!(j["checksum"], "XXHC", "haul peers verify with XXHC");
     let up = format!("haul://localhost:{port}/up");
     assert!(cp(
         &[

@@ -53,7 +53,7 @@ fn download_and_upload_mode_e_8_streams() {
     assert_eq!(fs::read(&dl).unwrap(), data, "download differs");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["verified_files"], 1);
-    assert_eq!(j["checksum"], "MD5", "Globus offers MD5, not haul's XXH128");
+    assert_eq!(j["checksum"], "MD5", "Globus offers MD5, not haul's XXHC");
     assert!(
         srv.log_contents().contains("Parallelism=8"),
         "client asked for 8 streams"

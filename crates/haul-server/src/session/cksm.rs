@@ -5,7 +5,8 @@ use std::fs;
 use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use haul_transport::checksum::{checksum, Algorithm};
+use haul_transport::checksum::chunked::{self, ChunkList, ListWindow};
+use haul_transport::checksum::{checksum, feed_chunks, Algorithm};
 use haul_transport::io::{Source, Zero};
 
 use super::{fs_error, Session};
@@ -44,6 +45,18 @@ pub struct KnownDigest {
     pub id: FileId,
     /// Lowercase hex.
     pub hex: String,
+    /// For XXHC, the chunk digests behind `hex`.
+    pub chunks: Option<ChunkList>,
+}
+
+/// The XXHC chunk digests of a whole file, while it still looks the same.
+pub struct KnownChunks {
+    /// The file's virtual path.
+    pub virt: String,
+    /// The file as it was hashed.
+    pub id: FileId,
+    /// Its chunk digests.
+    pub list: ChunkList,
 }
 
 /// What identifies a file's content for [`KnownDigest`]: device, inode, size, and the
@@ -100,11 +113,21 @@ impl Session<'_> {
         length: Option<u64>,
         arg: &str,
     ) -> io::Result<()> {
+        if alg.eq_ignore_ascii_case(chunked::LIST) {
+            return self.cmd_cksm_list(offset, length, arg);
+        }
         let alg: Algorithm = match alg.parse() {
             Ok(a) => a,
             Err(e) => return self.ctl.reply(504, format!("{e}.")),
         };
-        if let Some(d) = self.known_digest.take() {
+        if let Some(mut d) = self.known_digest.take() {
+            if let Some(list) = d.chunks.take() {
+                self.known_chunks = Some(KnownChunks {
+                    virt: d.virt.clone(),
+                    id: d.id,
+                    list,
+                });
+            }
             // The file just sent or received, still the same file: its digest is known.
             let whole = offset == 0 && length.unwrap_or(d.id.size) == d.id.size;
             if whole
@@ -155,6 +178,72 @@ impl Session<'_> {
             Err(e) => self.ctl.reply(550, format!("{arg}: checksum failed: {e}")),
         }
     }
+}
+
+impl Session<'_> {
+    /// `CKSM XXHC-LIST offset length path`: the XXHC digests of the chunks from the one holding
+    /// `offset`, at most [`chunked::MAX_LIST`] of them, as a multi-line `213` reply; from the
+    /// transfer just made when the file is still the same, else read from the file.
+    fn cmd_cksm_list(&mut self, offset: u64, length: Option<u64>, arg: &str) -> io::Result<()> {
+        let virt = Root::normalize(&self.cwd, arg);
+        let known = self.known_chunks.as_ref().filter(|k| {
+            k.virt == virt
+                && self
+                    .shared
+                    .vfs
+                    .stat(&virt)
+                    .is_ok_and(|m| FileId::of(&m) == k.id)
+        });
+        let window = match known {
+            Some(k) => ListWindow::of(&k.list, offset, length),
+            None => {
+                self.ctl.flush()?;
+                let watch = self.ctl.watcher();
+                let Target::Path(virt) = self.resolve(arg) else {
+                    return self
+                        .ctl
+                        .reply(550, format!("{arg}: no chunk list for a device."));
+                };
+                match self.shared.vfs.open_read(&virt) {
+                    Ok((f, m)) if m.is_file() => {
+                        let src = WhileClientStays { src: &f, watch };
+                        match list_window(&src, m.len(), offset, length) {
+                            Ok(w) => w,
+                            Err(e) => {
+                                return self.ctl.reply(550, format!("{virt}: checksum failed: {e}"))
+                            }
+                        }
+                    }
+                    Ok(_) => return self.ctl.reply(550, format!("{virt}: not a regular file")),
+                    Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
+                }
+            }
+        };
+        self.ctl
+            .send(&haul_proto::Reply::multi(213, window.to_lines()))
+    }
+}
+
+/// Reads the chunks of a window of a file of `len` bytes and hashes each.
+fn list_window(
+    src: &dyn Source,
+    len: u64,
+    offset: u64,
+    length: Option<u64>,
+) -> io::Result<ListWindow> {
+    let first = (offset / chunked::CHUNK).min(chunked::chunks(len));
+    let end = length
+        .map_or(len, |l| offset.saturating_add(l).min(len))
+        .min((first + chunked::MAX_LIST) * chunked::CHUNK)
+        .max(first * chunked::CHUNK);
+    // Whole chunks only: the window's last chunk runs to its own end (or the file's).
+    let end = (chunked::chunks(end) * chunked::CHUNK).min(len);
+    let digests = feed_chunks(src, first * chunked::CHUNK, end)?;
+    Ok(ListWindow {
+        first,
+        len,
+        digests,
+    })
 }
 
 #[cfg(test)]

@@ -138,6 +138,10 @@ impl Ctx<'_> {
             }
         }
     }
+    /// Counts bytes of chunks re-sent after a checksum mismatch.
+    pub(crate) fn chunks_resent(&self, bytes: u64) {
+        self.s.chunks_resent.fetch_add(bytes, Ordering::Relaxed);
+    }
     /// Puts a file back after a checksum mismatch; a second mismatch is an error.
     pub(crate) fn mismatch(&self, job: Job, tries: u32, e: XferError) -> Result<(), XferError> {
         if tries >= 1 {

@@ -47,7 +47,7 @@ pub struct Options {
     pub tcp_buffer: Option<usize>,
     /// MODE E block size.
     pub block: usize,
-    /// Checksum algorithm; None picks XXH128 with haul peers, else MD5.
+    /// Checksum algorithm; None picks XXHC with haul peers, else MD5.
     pub checksum: Option<Algorithm>,
     /// Verify every file end to end.
     pub verify: bool,
@@ -143,6 +143,8 @@ pub struct Summary {
     pub verified: u64,
     /// Files re-sent after a checksum mismatch.
     pub retransferred: u64,
+    /// Bytes of XXHC chunks re-sent after a checksum mismatch, in place of whole files.
+    pub chunks_resent_bytes: u64,
     /// Checksum algorithm used, if any.
     pub checksum: Option<String>,
     /// Throughput samples.

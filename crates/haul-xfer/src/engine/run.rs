@@ -108,6 +108,7 @@ fn summary(shared: &Shared, sampler: Sampler, bytes: u64, end: Instant) -> Summa
         duration_s: end.duration_since(sampler.start).as_secs_f64(),
         verified: shared.verified.load(Ordering::Relaxed),
         retransferred: shared.retransferred.load(Ordering::Relaxed),
+        chunks_resent_bytes: shared.chunks_resent.load(Ordering::Relaxed),
         checksum: shared
             .alg
             .lock()

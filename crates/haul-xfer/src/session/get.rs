@@ -15,6 +15,7 @@ use haul_transport::net::DataListener;
 
 use super::data::ListenAcceptor;
 use super::{item_at, DataParams, DataState, GetItem, ItemResult, Session};
+use crate::checksum::chunked::ChunkList;
 use crate::checksum::{Algorithm, HashingSink};
 use crate::error::XferError;
 
@@ -137,7 +138,9 @@ impl Session {
         loop {
             match self.ctl.transfer_event(t)? {
                 FileEvent::DataStart { file, .. } => {
-                    ready = self.receive_hashing(item_at(items, file)?)?;
+                    let (digest, chunks) = self.receive_hashing(item_at(items, file)?)?;
+                    ready = digest;
+                    res.local_chunks = chunks;
                 }
                 FileEvent::Moved { file } => {
                     let item = item_at(items, file)?;
@@ -164,22 +167,40 @@ impl Session {
     /// Receives one file, hashing it on the way in when its checksum is wanted; returns our
     /// digest if that already gave it.
     ///
-    /// Small files: the bytes are hashed as they are written (one stream delivers them in
-    /// order), so the digest is ready with the last byte and the file is never read back. Large
-    /// files: our copy is hashed as its contiguous prefix grows, on another core.
-    fn receive_hashing(&mut self, item: &GetItem<'_>) -> Result<Option<LocalDigest>, XferError> {
-        let small = item.len.is_some_and(|l| l <= FOLLOW_MIN);
+    /// XXHC, and small files: the bytes are hashed as they are written (each chunk, or the
+    /// whole small file, comes in order on one stream), so the digest is ready with the last
+    /// byte and the file is never read back. Large files with a digest of the whole byte
+    /// stream: our copy is hashed as its contiguous prefix grows, on another core.
+    fn receive_hashing(
+        &mut self,
+        item: &GetItem<'_>,
+    ) -> Result<(Option<LocalDigest>, Option<ChunkList>), XferError> {
+        let in_order = item.len.is_some_and(|l| l <= FOLLOW_MIN)
+            || item.cksm.is_some_and(|(a, _)| a == Algorithm::Xxhc);
         let inline = item
             .cksm
-            .filter(|_| small && item.have.is_none())
+            .filter(|_| in_order && item.have.is_none())
             .map(|(alg, local)| HashingSink::new(item.sink, alg, local));
-        let follow = item.cksm.filter(|_| !small);
+        let follow = item.cksm.filter(|_| !in_order);
         let finished = AtomicBool::new(false);
         let prefix = || item.progress.prefix();
         let (prefix, finished) = (&prefix, &finished);
         let sink: &dyn Sink = match &inline {
             Some(h) => h,
             None => item.sink,
+        };
+        // Tests corrupt one received byte (at the offset given) before it is hashed, as a
+        // fault past TCP's own checksum would.
+        #[cfg(feature = "failpoints")]
+        let flip = fail::eval("xfer::flip_received_byte", |a| {
+            a.and_then(|a| a.parse::<u64>().ok())
+        })
+        .flatten()
+        .map(|at| crate::failpoint::Flip::new(sink, at));
+        #[cfg(feature = "failpoints")]
+        let sink: &dyn Sink = match &flip {
+            Some(f) => f,
+            None => sink,
         };
         let (got, followed) = std::thread::scope(|s| {
             let follower = follow.map(|(alg, local)| {
@@ -190,13 +211,11 @@ impl Session {
             (got, follower.map(|h| h.join()))
         });
         got?;
-        let hashed = match (inline, item.len) {
-            (Some(h), Some(len)) => h
-                .finish(len)
-                .map_err(|e| XferError::io(&format!("hashing {}", item.path), e))?,
-            _ => None,
+        let (hashed, chunks) = match (inline, item.len) {
+            (Some(h), Some(len)) => h.finish_full(len).unzip(),
+            _ => (None, None),
         };
-        Ok(followed.or(hashed.map(|d| Ok(Ok(d)))))
+        Ok((followed.or(hashed.map(|d| Ok(Ok(d)))), chunks.flatten()))
     }
 
     /// Reads the replies up to the server's digest of the file just moved (its queued `CKSM`),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use haul_proto::RangeSet;
-use haul_transport::io::{Null, RateLimited, Sink};
+use haul_transport::io::{Null, OneWriter, RateLimited, Sink};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
@@ -30,9 +30,9 @@ struct Incoming {
 
 /// Writes a piece's blocks, whose offsets count from the piece's start (as with any ERET), at
 /// their place in the file.
-struct Shifted {
-    inner: Box<dyn Sink>,
-    by: u64,
+pub(super) struct Shifted {
+    pub(super) inner: Box<dyn Sink>,
+    pub(super) by: u64,
 }
 
 impl Sink for Shifted {
@@ -62,7 +62,7 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
     }
     match rate {
         Some(r) => Box::new(RateLimited::new(file, r)),
-        None => Box::new(file),
+        None => Box::new(OneWriter::new(file)),
     }
 }
 
@@ -209,7 +209,11 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
             }
             let verified = match (alg, &r.server_cksm, &r.local_cksm) {
                 (Some(a), Some(remote), Some(local)) => {
-                    if !compare(ctx, &i.job, i.tries, a, remote, local)? {
+                    let repaired = remote != local
+                        && r.local_chunks.as_ref().is_some_and(|chunks| {
+                            repaired(ctx, &mut sess, &i.job, &part, chunks, remote)
+                        });
+                    if !repaired && !compare(ctx, &i.job, i.tries, a, remote, local)? {
                         continue;
                     }
                     true
@@ -235,6 +239,33 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
     }
     sess.quit();
     Ok(())
+}
+
+/// Re-fetches the differing XXHC chunks of a downloaded file whose digest did not match;
+/// true once it matches. Any failure leaves the file to be sent again whole.
+fn repaired(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    job: &Job,
+    part: &std::path::Path,
+    chunks: &checksum::chunked::ChunkList,
+    remote: &str,
+) -> bool {
+    match super::repair::repair(ctx, sess, job, part, chunks, remote) {
+        Ok(Some(bytes)) => {
+            tracing::warn!(
+                "{}: checksum mismatch; re-sent the {bytes} bytes of the chunks that differed",
+                job.dst
+            );
+            ctx.chunks_resent(bytes);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!("{}: re-sending the chunks that differ failed: {e}", job.dst);
+            false
+        }
+    }
 }
 
 /// The last piece of a split file landed: verify the whole file (the server hashes its copy

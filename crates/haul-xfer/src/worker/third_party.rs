@@ -87,6 +87,7 @@ fn shared_alg(
         return Ok(Some(x));
     }
     [
+        Algorithm::Xxhc,
         Algorithm::Xxh128,
         Algorithm::Md5,
         Algorithm::Adler32,

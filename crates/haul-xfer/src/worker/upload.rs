@@ -10,7 +10,7 @@ use haul_transport::io::{RateLimited, Source, Zero};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
-use crate::checksum::{self, Algorithm};
+use crate::checksum::{self, Algorithm, HashingSource};
 use crate::engine::{Ctx, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
@@ -95,22 +95,31 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             .into_iter()
             .map(|(job, tries)| open_outgoing(ctx, url, job, tries))
             .collect::<Result<Vec<_>, _>>()?;
+        // XXHC: each whole file is hashed as its blocks are read to be sent, in any order, so
+        // it is read once. Other digests: hashed on another core while the files are sent.
+        let inline: Vec<Option<HashingSource<'_>>> = out
+            .iter()
+            .map(|o| {
+                (alg == Some(Algorithm::Xxhc) && verifiable(&o.job) && o.have.is_none())
+                    .then(|| HashingSource::new(o.src.as_ref(), Algorithm::Xxhc))
+            })
+            .collect();
         let items: Vec<PutItem<'_>> = out
             .iter()
-            .map(|o| PutItem {
+            .zip(&inline)
+            .map(|(o, h)| PutItem {
                 path: o.job.dst.clone(),
-                src: o.src.as_ref(),
+                src: h.as_ref().map_or(o.src.as_ref(), |h| h as &dyn Source),
                 len: o.job.size,
                 have: o.have.clone(),
                 cksm: alg.filter(|_| verifiable(&o.job)),
                 progress: &o.progress,
             })
             .collect();
-        // Hash the sources on another core while they are sent.
         let to_hash: Vec<(usize, PathBuf)> = out
             .iter()
             .enumerate()
-            .filter(|(_, o)| alg.is_some() && verifiable(&o.job))
+            .filter(|(k, o)| alg.is_some() && verifiable(&o.job) && inline[*k].is_none())
             .map(|(k, o)| (k, PathBuf::from(&o.job.src)))
             .collect();
         let (put, local) = std::thread::scope(|s| {
@@ -124,12 +133,25 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             (put, h.join())
         });
         drop(items);
-        let local = local
+        let mut local = local
             .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
         for o in &out {
             ctx.untrack(o.id, o.job.size);
         }
-        uploads_done(ctx, alg, out, put?, &local)?;
+        let put = put?;
+        for (k, h) in inline.into_iter().enumerate() {
+            let Some(h) = h else { continue };
+            // A file not read exactly once, block by block (a failed send, a source that
+            // changed length), is hashed again from the disk.
+            let digest = match h.finish(out[k].job.size) {
+                Some(d) => d,
+                None => {
+                    checksum::checksum_path(std::path::Path::new(&out[k].job.src), Algorithm::Xxhc)?
+                }
+            };
+            local.insert(k, digest);
+        }
+        uploads_done(ctx, alg, out, put, &local)?;
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
             None => break,

@@ -34,7 +34,7 @@ fn human_summary(args: &Args, s: &Summary) -> String {
         (None, false) => "nothing to verify (memory-to-memory)".into(),
     };
     format!(
-        "{} files, {} in {:.2} s, {}; {}{}",
+        "{} files, {} in {:.2} s, {}; {}{}{}",
         s.files,
         human_bytes(s.bytes),
         s.duration_s,
@@ -42,6 +42,14 @@ fn human_summary(args: &Args, s: &Summary) -> String {
         verify,
         if s.retransferred > 0 {
             format!("; {} re-sent after checksum mismatch", s.retransferred)
+        } else {
+            String::new()
+        },
+        if s.chunks_resent_bytes > 0 {
+            format!(
+                "; {} of mismatched chunks re-sent",
+                human_bytes(s.chunks_resent_bytes)
+            )
         } else {
             String::new()
         }
@@ -82,6 +90,7 @@ fn json_summary(
         "verified_files": s.verified,
         "unverified_files": s.files.saturating_sub(s.verified),
         "retransferred_files": s.retransferred,
+        "chunks_resent_bytes": s.chunks_resent_bytes,
         "checksum": s.checksum,
         "parallelism": opts.parallelism,
         "block": opts.block,

@@ -104,6 +104,7 @@ pub(super) fn transfer(
         // A file arrives only once verified, when verification is on.
         verified: if opts.verify { arrived } else { 0 },
         retransferred: 0,
+        chunks_resent_bytes: 0,
         checksum: None,
         samples: Vec::new(),
         clusters: Vec::new(),

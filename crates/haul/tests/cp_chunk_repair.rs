@@ -1,0 +1,85 @@
+//! XXHC, haul's chunked digest between haul peers: both ends hash a download as it passes, and
+//! a mismatch re-sends only the chunks that differ. The `xfer::flip_received_byte` fail point,
+//! built into this test's `haul` through the `failpoints` feature, flips one received byte
+//! before the client hashes and writes it, as corruption past TCP's checksum would.
+mod common;
+
+use common::haul::*;
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+const CHUNK: u64 = 1 << 20;
+/// Six chunks, the last one short.
+const LEN: usize = 5 * CHUNK as usize + 12_345;
+
+/// A source file the server may hash while it sends it: last written an hour ago, so its
+/// identity vouches for its content.
+fn source(root: &Path) -> Vec<u8> {
+    let data = random_bytes(LEN, 77);
+    let p = root.join("f.bin");
+    fs::write(&p, &data).unwrap();
+    let f = fs::File::options().write(true).open(&p).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    data
+}
+
+fn download(addr: &str, dst: &Path, hist: &Path, flip: Option<u64>) -> serde_json::Value {
+    let url = format!("ftp://{addr}/f.bin");
+    let fp = flip.map(|at| format!("xfer::flip_received_byte=1*return({at})"));
+    let env: Vec<(&str, &str)> = fp.iter().map(|v| ("FAILPOINTS", v.as_str())).collect();
+    let out = cp_env(
+        &["-q", "--json", "-p", "4", &url, dst.to_str().unwrap()],
+        hist,
+        &env,
+    );
+    assert!(out.status.success(), "haul cp failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn haul_peers_verify_with_xxhc_and_a_clean_copy_resends_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let data = source(&root);
+    let srv = serve(&root, &["--anonymous"]);
+    let dst = d.path().join("out.bin");
+    let j = download(&srv.addr, &dst, &d.path().join("h.sqlite"), None);
+    assert_eq!(j["checksum"], "XXHC", "haul peers agree on XXHC");
+    assert_eq!(j["verified_files"], 1);
+    assert_eq!(j["chunks_resent_bytes"], 0);
+    assert_eq!(j["retransferred_files"], 0);
+    assert_eq!(fs::read(&dst).unwrap(), data);
+}
+
+#[test]
+fn a_flipped_byte_resends_only_its_chunk() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let data = source(&root);
+    let srv = serve(&root, &["--anonymous"]);
+    // The first chunk, one in the middle, and the short last one.
+    for (at, chunk_len) in [
+        (7, CHUNK),
+        (3 * CHUNK + 100, CHUNK),
+        (LEN as u64 - 1, LEN as u64 - 5 * CHUNK),
+    ] {
+        let dst = d.path().join(format!("out-{at}.bin"));
+        let j = download(&srv.addr, &dst, &d.path().join("h.sqlite"), Some(at));
+        assert_eq!(
+            j["chunks_resent_bytes"], chunk_len,
+            "byte {at}: only its chunk was sent again"
+        );
+        assert_eq!(j["retransferred_files"], 0, "byte {at}: not the whole file");
+        assert_eq!(j["verified_files"], 1);
+        assert_eq!(j["bytes"], LEN as u64, "the payload counts the file once");
+        assert!(
+            fs::read(&dst).unwrap() == data,
+            "byte {at}: the repaired copy is identical"
+        );
+    }
+}
