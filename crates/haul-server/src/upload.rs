@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
 use haul_transport::checksum::{Algorithm, Finished, HashingSink};
-use haul_transport::io::{Null, OneWriter, Sink};
+use haul_transport::io::{on_local_fs, Null, OneWriter, Sink};
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::vfs::{Parent, Target};
@@ -196,13 +196,13 @@ impl<'a> Session<'a> {
             (WriteKind::Stor, None) => self.pipelined_cksm(&virt),
             _ => None,
         };
-        let part_label = format!("{virt} (part file)");
-        // Parallel streams take turns writing (see `OneWriter`).
+        // Parallel streams take turns writing on local file systems (see `OneWriter`).
         let one = OneWriter::new(&file);
-        let hashing = alg.map(|a| HashingSink::new(&one, a, std::path::Path::new(&part_label)));
+        let writer: &dyn Sink = if on_local_fs(&file) { &one } else { &file };
+        let hashing = alg.map(|a| HashingSink::over(writer, a, &file));
         let sink: &dyn Sink = match &hashing {
             Some(h) => h,
-            None => &one,
+            None => writer,
         };
         let got: RangeSet = match self.receive_into(sink, at.base, at.start, true)? {
             Ok(got) => got,

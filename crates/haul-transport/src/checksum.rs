@@ -346,12 +346,28 @@ impl Source for LazyFile<'_> {
     }
 }
 
+/// Where a [`HashingSink`] reads back bytes that came early: the file it writes, opened by
+/// path on first need, or a source the caller already holds.
+enum Copy<'a> {
+    Lazy(LazyFile<'a>),
+    Held(&'a dyn Source),
+}
+
+impl Source for Copy<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        match self {
+            Copy::Lazy(f) => f.read_at(buf, offset),
+            Copy::Held(s) => s.read_at(buf, offset),
+        }
+    }
+}
+
 /// A sink that hashes what is written to it, for a file written from offset 0 (a download's
 /// part file, an upload's): blocks that arrive ahead of the hashed prefix (of their chunk, for
-/// XXHC) are read back from `local` once the gap before them is filled.
+/// XXHC) are read back from the copy once the gap before them is filled.
 pub struct HashingSink<'a> {
     inner: &'a dyn Sink,
-    copy: LazyFile<'a>,
+    copy: Copy<'a>,
     digest: Digesting,
 }
 
@@ -360,10 +376,20 @@ impl<'a> HashingSink<'a> {
     pub fn new(inner: &'a dyn Sink, alg: Algorithm, local: &'a std::path::Path) -> HashingSink<'a> {
         HashingSink {
             inner,
-            copy: LazyFile {
+            copy: Copy::Lazy(LazyFile {
                 path: local,
                 file: Default::default(),
-            },
+            }),
+            digest: Digesting::new(alg),
+        }
+    }
+
+    /// Hashes with `alg` what is written through to `inner`, reading bytes that came early
+    /// back from `copy` (the same file, open for reading).
+    pub fn over(inner: &'a dyn Sink, alg: Algorithm, copy: &'a dyn Source) -> HashingSink<'a> {
+        HashingSink {
+            inner,
+            copy: Copy::Held(copy),
             digest: Digesting::new(alg),
         }
     }

@@ -145,6 +145,28 @@ impl<T: Sink> Sink for RateLimited<T> {
     }
 }
 
+/// True when `file` lies on a local disk file system (ext2/3/4, XFS, Btrfs, F2FS) or tmpfs,
+/// where parallel writes to one file serialise on its inode lock anyway, so [`OneWriter`]
+/// costs nothing and saves the spinning. Parallel file systems (NFS, Lustre, GPFS, CephFS)
+/// take parallel writes to disjoint ranges, so they are left alone.
+pub fn on_local_fs(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero is a valid statfs to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid open descriptor and a statfs to fill.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return false;
+    }
+    const LOCAL: [i64; 5] = [
+        0xEF53,      // ext2/3/4
+        0x5846_5342, // XFS
+        0x9123_683E, // Btrfs
+        0xF2F5_2010, // F2FS
+        0x0102_1994, // tmpfs
+    ];
+    LOCAL.contains(&(st.f_type as i64))
+}
+
 /// A sink written by one thread at a time. Parallel `pwrite`s to one file serialise on the
 /// file's inode lock in the kernel anyway (ext4, xfs), where waiters spin on the lock's owner:
 /// on a small or virtualised host that burns whole cores. Here waiters sleep instead.

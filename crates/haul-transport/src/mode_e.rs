@@ -158,7 +158,8 @@ pub fn send(
         ranges: ranges.to_vec(),
         idx: 0,
         at: 0,
-        block: (block as u64).max(crate::checksum::chunked::CHUNK),
+        block: (block as u64).div_ceil(crate::checksum::chunked::CHUNK)
+            * crate::checksum::chunked::CHUNK,
     });
     let abort = AtomicBool::new(false);
     let eods = conns.len() as u64;

@@ -39,15 +39,52 @@ pub(crate) fn send_block(
         // to the connection the caller holds); `off` is a live off_t the kernel updates.
         let r = unsafe { libc::sendfile(sock, file.as_raw_fd(), &mut off, left) };
         match r {
-            0 => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("source ended at offset {off}, inside a block already announced"),
-                ))
-            }
+            0 => return Err(ended(off)),
             r if r > 0 => left -= r as usize,
-            _ => retry_or_fail(io::Error::last_os_error())?,
+            _ => {
+                let e = io::Error::last_os_error();
+                // A file system without splice support: copy the rest through user space.
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+                ) {
+                    return copy_rest(sock, file, off as u64, left);
+                }
+                retry_or_fail(e)?
+            }
         }
+    }
+    Ok(())
+}
+
+fn ended(off: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("source ended at offset {off}, inside a block already announced"),
+    )
+}
+
+/// Sends `left` bytes of `file` from `off` by reading and writing them.
+fn copy_rest(sock: RawFd, file: &File, mut off: u64, mut left: usize) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; left.min(1 << 20)];
+    while left > 0 {
+        let want = left.min(buf.len());
+        let n = file.read_at(&mut buf[..want], off)?;
+        if n == 0 {
+            return Err(ended(off));
+        }
+        let mut out = &buf[..n];
+        while !out.is_empty() {
+            // SAFETY: `out` is a live byte slice; `send` reads at most `out.len()` bytes.
+            let r = unsafe { libc::send(sock, out.as_ptr().cast(), out.len(), libc::MSG_NOSIGNAL) };
+            match r {
+                r if r >= 0 => out = &out[r as usize..],
+                _ => retry_or_fail(io::Error::last_os_error())?,
+            }
+        }
+        off += n as u64;
+        left -= n;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use haul_transport::io::Sink;
+use haul_transport::io::{Sink, Source};
 
 /// A sink that flips one bit of the byte at a given offset of a file, the first time a write
 /// covers it, before passing the write on.
@@ -32,5 +32,35 @@ impl Sink for Flip<'_> {
             return self.inner.write_at(&bad, offset);
         }
         self.inner.write_at(buf, offset)
+    }
+}
+
+/// A source that flips one bit of the byte at a given offset, the first time a read covers it,
+/// after the source under it has seen (hashed) the true byte.
+pub(crate) struct FlipSource<'a> {
+    inner: &'a dyn Source,
+    at: u64,
+    done: AtomicBool,
+}
+
+impl<'a> FlipSource<'a> {
+    /// Corrupts the byte at `at` of what is read from `inner`.
+    pub(crate) fn new(inner: &'a dyn Source, at: u64) -> FlipSource<'a> {
+        FlipSource {
+            inner,
+            at,
+            done: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Source for FlipSource<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let n = self.inner.read_at(buf, offset)?;
+        let end = offset + n as u64;
+        if (offset..end).contains(&self.at) && !self.done.swap(true, Ordering::Relaxed) {
+            buf[(self.at - offset) as usize] ^= 0x10;
+        }
+        Ok(n)
     }
 }

@@ -83,3 +83,35 @@ fn a_flipped_byte_resends_only_its_chunk() {
         );
     }
 }
+
+/// An upload whose sent bytes were corrupted after the client hashed them (fail point
+/// `xfer::flip_sent_byte`): the server's chunk list names the chunk, only it is sent again,
+/// and the server's copy ends up identical.
+#[test]
+fn an_upload_with_a_flipped_byte_resends_only_its_chunk() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let local = d.path().join("local.bin");
+    let data = random_bytes(LEN, 78);
+    fs::write(&local, &data).unwrap();
+    let srv = serve(&root, &["--anonymous", "--anonymous-write"]);
+    let at = 2 * CHUNK + 4242;
+    let fp = format!("xfer::flip_sent_byte=1*return({at})");
+    let url = format!("ftp://{}/up.bin", srv.addr);
+    let out = cp_env(
+        &["-q", "--json", "-p", "4", local.to_str().unwrap(), &url],
+        &d.path().join("h.sqlite"),
+        &[("FAILPOINTS", fp.as_str())],
+    );
+    assert!(out.status.success(), "haul cp failed");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["checksum"], "XXHC");
+    assert_eq!(j["chunks_resent_bytes"], CHUNK, "only the corrupted chunk");
+    assert_eq!(j["retransferred_files"], 0);
+    assert_eq!(j["verified_files"], 1);
+    assert!(
+        fs::read(root.join("up.bin")).unwrap() == data,
+        "the server's copy is identical"
+    );
+}

@@ -128,7 +128,9 @@ pub struct Chunked {
 
 #[derive(Default)]
 struct State {
-    open: HashMap<u64, Arc<Mutex<Running>>>,
+    /// Chunks being hashed; a slot is emptied when its chunk closes, so bytes that reach a
+    /// closed chunk through a slot taken just before are seen as bytes given twice.
+    open: HashMap<u64, Arc<Mutex<Option<Running>>>>,
     done: BTreeMap<u64, u128>,
     broken: bool,
 }
@@ -157,7 +159,11 @@ impl Chunked {
 
     fn piece(&self, idx: u64, at: u64, data: &[u8], copy: &dyn Source) {
         let Some(run) = self.chunk(idx) else { return };
-        let Ok(mut r) = run.lock() else {
+        let Ok(mut slot) = run.lock() else {
+            return self.break_it();
+        };
+        let Some(r) = slot.as_mut() else {
+            // Closed by another stream meanwhile: these bytes came twice.
             return self.break_it();
         };
         r.update(at, data);
@@ -165,12 +171,14 @@ impl Chunked {
             return self.break_it();
         }
         if r.hashed_to() == (idx + 1) * CHUNK {
-            self.close(idx, &mut r);
+            if let Some(r) = slot.take() {
+                self.close(idx, r);
+            }
         }
     }
 
     /// The hasher of chunk `idx`, opened on first use; None once the digest is lost.
-    fn chunk(&self, idx: u64) -> Option<Arc<Mutex<Running>>> {
+    fn chunk(&self, idx: u64) -> Option<Arc<Mutex<Option<Running>>>> {
         let mut st = self.state.lock().ok()?;
         if st.broken {
             return None;
@@ -181,24 +189,25 @@ impl Chunked {
             return None;
         }
         let run = st.open.entry(idx).or_insert_with(|| {
-            Arc::new(Mutex::new(Running::at(
+            Arc::new(Mutex::new(Some(Running::at(
                 super::Algorithm::Xxh128,
                 idx * CHUNK,
-            )))
+            ))))
         });
         Some(run.clone())
     }
 
-    /// Moves chunk `idx`, whose hasher `r` is, from the open chunks to the finished ones.
-    fn close(&self, idx: u64, r: &mut Running) {
-        let run = std::mem::replace(r, Running::at(super::Algorithm::Xxh128, 0));
+    /// Moves chunk `idx`, whose hasher `run` was, from the open chunks to the finished ones.
+    fn close(&self, idx: u64, run: Running) {
         let Ok(mut st) = self.state.lock() else {
             return;
         };
         st.open.remove(&idx);
         match run.into_hasher((idx + 1) * CHUNK) {
             Some(h) => {
-                st.done.insert(idx, digest_of(h));
+                if st.done.insert(idx, digest_of(h)).is_some() {
+                    st.broken = true;
+                }
             }
             None => st.broken = true,
         }
@@ -219,7 +228,7 @@ impl Chunked {
         let n = chunks(len);
         if let Some(last) = n.checked_sub(1).filter(|_| !len.is_multiple_of(CHUNK)) {
             let run = st.open.remove(&last)?;
-            let run = Arc::try_unwrap(run).ok()?.into_inner().ok()?;
+            let run = Arc::try_unwrap(run).ok()?.into_inner().ok()??;
             st.done.insert(last, digest_of(run.into_hasher(len)?));
         }
         if !st.open.is_empty() || st.done.len() as u64 != n {

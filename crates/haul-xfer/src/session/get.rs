@@ -181,7 +181,9 @@ impl Session {
             .cksm
             .filter(|_| in_order && item.have.is_none())
             .map(|(alg, local)| HashingSink::new(item.sink, alg, local));
-        let follow = item.cksm.filter(|_| !in_order);
+        // Our copy is hashed on another core as its prefix grows whenever the bytes are not
+        // hashed as they land (large files with a whole-stream digest; resumed files).
+        let follow = item.cksm.filter(|_| inline.is_none());
         let finished = AtomicBool::new(false);
         let prefix = || item.progress.prefix();
         let (prefix, finished) = (&prefix, &finished);

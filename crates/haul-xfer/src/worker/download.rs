@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use haul_proto::RangeSet;
-use haul_transport::io::{Null, OneWriter, RateLimited, Sink};
+use haul_transport::io::{on_local_fs, Null, OneWriter, RateLimited, Sink};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
@@ -62,7 +62,8 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
     }
     match rate {
         Some(r) => Box::new(RateLimited::new(file, r)),
-        None => Box::new(OneWriter::new(file)),
+        None if on_local_fs(&file) => Box::new(OneWriter::new(file)),
+        None => Box::new(file),
     }
 }
 
@@ -251,21 +252,8 @@ fn repaired(
     chunks: &checksum::chunked::ChunkList,
     remote: &str,
 ) -> bool {
-    match super::repair::repair(ctx, sess, job, part, chunks, remote) {
-        Ok(Some(bytes)) => {
-            tracing::warn!(
-                "{}: checksum mismatch; re-sent the {bytes} bytes of the chunks that differed",
-                job.dst
-            );
-            ctx.chunks_resent(bytes);
-            true
-        }
-        Ok(None) => false,
-        Err(e) => {
-            tracing::warn!("{}: re-sending the chunks that differ failed: {e}", job.dst);
-            false
-        }
-    }
+    let r = super::repair::repair(ctx, sess, job, part, chunks, remote);
+    super::repair::report(ctx, job, r)
 }
 
 /// The last piece of a split file landed: verify the whole file (the server hashes its copy

@@ -1,28 +1,31 @@
-//! After an XXHC mismatch on a download: asks the server for its chunk digests
-//! (`CKSM XXHC-LIST`), fetches only the chunks whose digests differ from ours (`ERET`), hashes
-//! them again, and checks the file's digest once more.
+//! After an XXHC mismatch: asks the server for its chunk digests (`CKSM XXHC-LIST`) and moves
+//! again only the chunks whose digests differ from ours. A download fetches them with `ERET`
+//! and hashes them again; an upload sends them with `REST <ranges held>` + `STOR`, which a
+//! haul server writes in place, and asks for the file's digest once more.
 
 use std::path::Path;
 
+use haul_proto::RangeSet;
+use haul_transport::io::Source;
 use haul_transport::mode_e::Progress;
 
 use super::download::Shifted;
 use super::params;
 use crate::checksum::chunked::{ChunkList, CHUNK};
-use crate::checksum::feed_chunks;
+use crate::checksum::{feed_chunks, Algorithm};
 use crate::engine::Ctx;
 use crate::error::XferError;
 use crate::plan::Job;
-use crate::session::{GetItem, Session};
+use crate::session::{GetItem, PutItem, Session};
 
 /// The byte ranges whose chunks differ between `local` and the server's copy of `src`, or
-/// None when the server's chunks do not describe a file of our length with digest `remote`
-/// (the file changed there: only a whole new copy will do).
+/// None when the server's chunks do not describe a file of our length (with digest `remote`,
+/// when given: else the file changed there, and only a whole new copy will do).
 fn differing(
     sess: &mut Session,
     src: &str,
     local: &ChunkList,
-    remote: &str,
+    remote: Option<&str>,
 ) -> Result<Option<Vec<(u64, u64)>>, XferError> {
     let mut theirs = Vec::with_capacity(local.digests.len());
     while (theirs.len() as u64) < local.digests.len() as u64 {
@@ -36,7 +39,69 @@ fn differing(
         len: local.len,
         digests: theirs,
     };
-    Ok((list.root_hex() == remote).then(|| local.differing(0, &list.digests)))
+    let consistent = remote.is_none_or(|r| list.root_hex() == r);
+    Ok(consistent.then(|| local.differing(0, &list.digests)))
+}
+
+/// Sends again the chunks of the uploaded `job` whose digests differ from the server's; true
+/// once the server's digest of the file is ours (`mine`). Any failure leaves the file to be
+/// sent again whole.
+pub(super) fn repaired_upload(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    job: &Job,
+    src: &dyn Source,
+    local: &ChunkList,
+    mine: &str,
+) -> bool {
+    let run = |sess: &mut Session| -> Result<Option<u64>, XferError> {
+        let Some(bad) = differing(sess, &job.dst, local, None)? else {
+            return Ok(None);
+        };
+        if bad.is_empty() {
+            return Ok(None);
+        }
+        let mut held = RangeSet::new();
+        let mut at = 0;
+        for &(s, e) in bad.iter().chain(std::iter::once(&(local.len, local.len))) {
+            if s > at {
+                held.insert(at, s);
+            }
+            at = e;
+        }
+        let progress = Progress::default();
+        let item = PutItem {
+            path: job.dst.clone(),
+            src,
+            len: local.len,
+            have: Some(held),
+            cksm: Some(Algorithm::Xxhc),
+            progress: &progress,
+        };
+        let r = sess.put_many(std::slice::from_ref(&item), &params(ctx), ctx.pipeline())?;
+        let bytes = bad.iter().map(|(s, e)| e - s).sum();
+        Ok((r.first().and_then(|r| r.server_cksm.as_deref()) == Some(mine)).then_some(bytes))
+    };
+    report(ctx, job, run(sess))
+}
+
+/// Counts and logs a repair's outcome; true when it made the digests match.
+pub(super) fn report(ctx: &Ctx<'_>, job: &Job, r: Result<Option<u64>, XferError>) -> bool {
+    match r {
+        Ok(Some(bytes)) => {
+            tracing::warn!(
+                "{}: checksum mismatch; re-sent the {bytes} bytes of the chunks that differed",
+                job.dst
+            );
+            ctx.chunks_resent(bytes);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!("{}: re-sending the chunks that differ failed: {e}", job.dst);
+            false
+        }
+    }
 }
 
 /// Re-fetches the chunks of the downloaded `part` of `job` that differ from the server's copy;
@@ -50,7 +115,7 @@ pub(super) fn repair(
     local: &ChunkList,
     remote: &str,
 ) -> Result<Option<u64>, XferError> {
-    let Some(bad) = differing(sess, &job.src, local, remote)? else {
+    let Some(bad) = differing(sess, &job.src, local, Some(remote))? else {
         return Ok(None);
     };
     if bad.is_empty() {

@@ -10,12 +10,13 @@ use haul_transport::io::{RateLimited, Source, Zero};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
+use crate::checksum::chunked::ChunkList;
 use crate::checksum::{self, Algorithm, HashingSource};
 use crate::engine::{Ctx, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::resume;
-use crate::session::{ItemResult, PutItem};
+use crate::session::{ItemResult, PutItem, Session};
 use crate::url::RemoteUrl;
 
 /// One file of an upload batch: its source, progress and restart journal.
@@ -104,7 +105,20 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                     .then(|| HashingSource::new(o.src.as_ref(), Algorithm::Xxhc))
             })
             .collect();
-        let items: Vec<PutItem<'_>> = out
+        // Tests corrupt one byte of what is sent, after it was hashed.
+        #[cfg(feature = "failpoints")]
+        let flips: Vec<Option<crate::failpoint::FlipSource<'_>>> = inline
+            .iter()
+            .map(|h| {
+                let at = fail::eval("xfer::flip_sent_byte", |a| {
+                    a.and_then(|a| a.parse::<u64>().ok())
+                })
+                .flatten()?;
+                Some(crate::failpoint::FlipSource::new(h.as_ref()?, at))
+            })
+            .collect();
+        #[allow(unused_mut)]
+        let mut items: Vec<PutItem<'_>> = out
             .iter()
             .zip(&inline)
             .map(|(o, h)| PutItem {
@@ -116,6 +130,12 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
                 progress: &o.progress,
             })
             .collect();
+        #[cfg(feature = "failpoints")]
+        for (it, f) in items.iter_mut().zip(&flips) {
+            if let Some(f) = f {
+                it.src = f;
+            }
+        }
         let to_hash: Vec<(usize, PathBuf)> = out
             .iter()
             .enumerate()
@@ -133,25 +153,36 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             (put, h.join())
         });
         drop(items);
+        #[cfg(feature = "failpoints")]
+        drop(flips);
         let mut local = local
             .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
         for o in &out {
             ctx.untrack(o.id, o.job.size);
         }
         let put = put?;
+        let mut chunks = HashMap::new();
         for (k, h) in inline.into_iter().enumerate() {
             let Some(h) = h else { continue };
             // A file not read exactly once, block by block (a failed send, a source that
             // changed length), is hashed again from the disk.
-            let digest = match h.finish(out[k].job.size) {
-                Some(d) => d,
+            let digest = match h.finish_full(out[k].job.size) {
+                Some((d, list)) => {
+                    chunks.extend(list.map(|l| (k, l)));
+                    d
+                }
                 None => {
                     checksum::checksum_path(std::path::Path::new(&out[k].job.src), Algorithm::Xxhc)?
                 }
             };
             local.insert(k, digest);
         }
-        uploads_done(ctx, alg, out, put, &local)?;
+        let sent = Sent {
+            results: put,
+            local,
+            chunks,
+        };
+        uploads_done(ctx, &mut sess, alg, out, sent)?;
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
             None => break,
@@ -161,19 +192,33 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
     Ok(())
 }
 
-/// Compares each sent file's server checksum with ours (`local`, by index in the batch), clears
-/// its journal and reports it done, or reports the mismatch (see [`compare`]).
+/// What a batch's uploads left to check: the server's replies, our digests and, for XXHC
+/// hashed as the files were sent, our chunk digests, each by index in the batch.
+struct Sent {
+    results: Vec<ItemResult>,
+    local: HashMap<usize, String>,
+    chunks: HashMap<usize, ChunkList>,
+}
+
+/// Compares each sent file's server checksum with ours, clears its journal and reports it
+/// done, or, after an XXHC mismatch, sends again the chunks that differ, or reports the
+/// mismatch (see [`compare`]).
 fn uploads_done(
     ctx: &Ctx<'_>,
+    sess: &mut Session,
     alg: Option<Algorithm>,
     out: Vec<Outgoing>,
-    results: Vec<ItemResult>,
-    local: &HashMap<usize, String>,
+    sent: Sent,
 ) -> Result<(), XferError> {
-    for (k, (o, r)) in out.into_iter().zip(results).enumerate() {
-        let verified = match (alg, &r.server_cksm, local.get(&k)) {
+    for (k, (o, r)) in out.into_iter().zip(sent.results).enumerate() {
+        let verified = match (alg, &r.server_cksm, sent.local.get(&k)) {
             (Some(a), Some(remote), Some(mine)) => {
-                if !compare(ctx, &o.job, o.tries, a, mine, remote)? {
+                let repaired = mine != remote
+                    && sent.chunks.get(&k).is_some_and(|list| {
+                        let src = o.src.as_ref();
+                        super::repair::repaired_upload(ctx, sess, &o.job, src, list, mine)
+                    });
+                if !repaired && !compare(ctx, &o.job, o.tries, a, mine, remote)? {
                     resume::clear(&o.journal);
                     continue;
                 }
