@@ -168,18 +168,35 @@ pub fn listen(addr: SocketAddr, buffer: Option<usize>) -> io::Result<TcpListener
 /// Accepts one connection, giving up after `timeout`.
 pub fn accept_timeout(l: &TcpListener, timeout: Duration) -> io::Result<(TcpStream, SocketAddr)> {
     let deadline = std::time::Instant::now() + timeout;
+    // Non-blocking, so a connection another thread took between the poll and the accept
+    // cannot block this one past its deadline.
     l.set_nonblocking(true)?;
     let r = loop {
         match l.accept() {
             Ok(c) => break Ok(c),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if std::time::Instant::now() >= deadline {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
                     break Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         "no data connection arrived in time",
                     ));
                 }
-                std::thread::sleep(Duration::from_millis(2));
+                // Sleep until a connection is pending or the deadline passes, rather than
+                // polling: the connection is taken the moment it arrives.
+                let mut pfd = libc::pollfd {
+                    fd: l.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+                // SAFETY: one valid pollfd for the duration of the call.
+                if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        break Err(e);
+                    }
+                }
             }
             Err(e) => break Err(e),
         }

@@ -131,8 +131,30 @@ struct State {
     /// Chunks being hashed; a slot is emptied when its chunk closes, so bytes that reach a
     /// closed chunk through a slot taken just before are seen as bytes given twice.
     open: HashMap<u64, Arc<Mutex<Option<Running>>>>,
-    done: BTreeMap<u64, u128>,
+    /// Digests of chunks `0..prefix.len()`, all finished: 16 bytes per MiB of file.
+    prefix: Vec<u128>,
+    /// Finished chunks beyond the prefix, until the chunks before them finish (a few per
+    /// stream when blocks arrive out of order).
+    ahead: BTreeMap<u64, u128>,
     broken: bool,
+}
+
+impl State {
+    fn finished(&self, idx: u64) -> bool {
+        idx < self.prefix.len() as u64 || self.ahead.contains_key(&idx)
+    }
+
+    /// Records chunk `idx`'s digest; a chunk finished twice loses the digest.
+    fn finish(&mut self, idx: u64, d: u128) {
+        if self.finished(idx) {
+            self.broken = true;
+            return;
+        }
+        self.ahead.insert(idx, d);
+        while let Some(d) = self.ahead.remove(&(self.prefix.len() as u64)) {
+            self.prefix.push(d);
+        }
+    }
 }
 
 impl Chunked {
@@ -183,7 +205,7 @@ impl Chunked {
         if st.broken {
             return None;
         }
-        if st.done.contains_key(&idx) {
+        if st.finished(idx) {
             // The chunk was hashed already: these bytes came twice.
             st.broken = true;
             return None;
@@ -204,11 +226,7 @@ impl Chunked {
         };
         st.open.remove(&idx);
         match run.into_hasher((idx + 1) * CHUNK) {
-            Some(h) => {
-                if st.done.insert(idx, digest_of(h)).is_some() {
-                    st.broken = true;
-                }
-            }
+            Some(h) => st.finish(idx, digest_of(h)),
             None => st.broken = true,
         }
     }
@@ -229,14 +247,14 @@ impl Chunked {
         if let Some(last) = n.checked_sub(1).filter(|_| !len.is_multiple_of(CHUNK)) {
             let run = st.open.remove(&last)?;
             let run = Arc::try_unwrap(run).ok()?.into_inner().ok()??;
-            st.done.insert(last, digest_of(run.into_hasher(len)?));
+            st.finish(last, digest_of(run.into_hasher(len)?));
         }
-        if !st.open.is_empty() || st.done.len() as u64 != n {
+        if st.broken || !st.open.is_empty() || !st.ahead.is_empty() || st.prefix.len() as u64 != n {
             return None;
         }
         Some(ChunkList {
             len,
-            digests: st.done.into_values().collect(),
+            digests: st.prefix,
         })
     }
 }

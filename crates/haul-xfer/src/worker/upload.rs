@@ -161,22 +161,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             ctx.untrack(o.id, o.job.size);
         }
         let put = put?;
-        let mut chunks = HashMap::new();
-        for (k, h) in inline.into_iter().enumerate() {
-            let Some(h) = h else { continue };
-            // A file not read exactly once, block by block (a failed send, a source that
-            // changed length), is hashed again from the disk.
-            let digest = match h.finish_full(out[k].job.size) {
-                Some((d, list)) => {
-                    chunks.extend(list.map(|l| (k, l)));
-                    d
-                }
-                None => {
-                    checksum::checksum_path(std::path::Path::new(&out[k].job.src), Algorithm::Xxhc)?
-                }
-            };
-            local.insert(k, digest);
-        }
+        let chunks = inline_digests(inline, &out, &mut local)?;
         let sent = Sent {
             results: put,
             local,
@@ -190,6 +175,31 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
     }
     sess.quit();
     Ok(())
+}
+
+/// The digests of the files hashed as they were sent (`inline`, by index in the batch) into
+/// `local`, and their chunk lists; a file not read exactly once, block by block (a failed
+/// send, a source that changed length), is hashed again from the disk.
+fn inline_digests(
+    inline: Vec<Option<HashingSource<'_>>>,
+    out: &[Outgoing],
+    local: &mut HashMap<usize, String>,
+) -> Result<HashMap<usize, ChunkList>, XferError> {
+    let mut chunks = HashMap::new();
+    for (k, h) in inline.into_iter().enumerate() {
+        let Some(h) = h else { continue };
+        let digest = match h.finish_full(out[k].job.size) {
+            Some((d, list)) => {
+                chunks.extend(list.map(|l| (k, l)));
+                d
+            }
+            None => {
+                checksum::checksum_path(std::path::Path::new(&out[k].job.src), Algorithm::Xxhc)?
+            }
+        };
+        local.insert(k, digest);
+    }
+    Ok(chunks)
 }
 
 /// What a batch's uploads left to check: the server's replies, our digests and, for XXHC
