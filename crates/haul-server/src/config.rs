@@ -41,6 +41,10 @@ pub struct ServerConfig {
     pub marker_interval: Duration,
     /// MODE E block size this server sends.
     pub block_size: usize,
+    /// Send plain files' pages to plain TCP data connections with `sendfile` (`haul serve
+    /// --sendfile`). Off by default: on loopback it cut the server's CPU per GiB by a fifth but
+    /// raised the receiving client's by more (docs/benchmarks.md, issue 23).
+    pub sendfile: bool,
     /// What carries out commands on nested URLs (`ftp://relay/ftp://origin/path`); without
     /// one, such commands are refused (`haul serve --relay-allow` gives one).
     pub relay: Option<std::sync::Arc<dyn crate::relay::Relay>>,
@@ -70,6 +74,7 @@ impl ServerConfig {
             max_parallelism: 64,
             marker_interval: Duration::from_secs(1),
             block_size: 256 * 1024,
+            sendfile: false,
             relay: None,
             journal: None,
             predictions: None,

@@ -13,7 +13,7 @@ use haul_proto::command::{Restart, TransferMode};
 use haul_proto::server::{ListKind, Outcome};
 use haul_proto::{Command, RangeSet};
 use haul_transport::checksum::{Algorithm, HashingSource};
-use haul_transport::io::{Sink, Source, Zero};
+use haul_transport::io::{Sink, Source, Zero, ZeroCopyFile};
 use haul_transport::mode_e::{self, Acceptor, Progress};
 use haul_transport::net::NetStack;
 use haul_transport::udt;
@@ -321,6 +321,7 @@ impl Session<'_> {
         rest: Option<Restart>,
     ) -> io::Result<()> {
         let file;
+        let zero_copy;
         let mut id = None;
         let (src, len, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
@@ -332,9 +333,15 @@ impl Session<'_> {
                     return self.answer(550, format!("{virt}: not a regular file"))
                 }
                 Ok((f, m)) => {
-                    file = f;
                     id = Some(FileId::of(&m));
-                    (&file, Some(m.len()), virt)
+                    let src: &dyn Source = if self.shared.cfg.sendfile {
+                        zero_copy = ZeroCopyFile(f);
+                        &zero_copy
+                    } else {
+                        file = f;
+                        &file
+                    };
+                    (src, Some(m.len()), virt)
                 }
                 Err(e) => return self.answer(550, fs_error(&virt, &e)),
             },

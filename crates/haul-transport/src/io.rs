@@ -32,9 +32,21 @@ impl Source for File {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         FileExt::read_at(self, buf, offset)
     }
+}
+
+/// A file whose pages a sender hands to plain TCP sockets with `sendfile` instead of copying
+/// them through its buffer (see [`Source::backing_file`]). Opt-in: when sender and receiver
+/// share a host (loopback, namespaces), the receiver's copy out of page-cache-backed segments
+/// costs more than the sender saves.
+pub struct ZeroCopyFile(pub File);
+
+impl Source for ZeroCopyFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(&self.0, buf, offset)
+    }
 
     fn backing_file(&self) -> Option<&File> {
-        Some(self)
+        Some(&self.0)
     }
 }
 

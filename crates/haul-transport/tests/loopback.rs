@@ -152,3 +152,37 @@ fn stream_mode_round_trip() {
     assert_eq!(n, f.len() as u64);
     assert_eq!(sink.0.into_inner().unwrap(), f);
 }
+
+/// A file sent with `sendfile` (`ZeroCopyFile`) over four MODE E streams arrives whole, and a
+/// source that must see the bytes (here a hashing one) still does.
+#[test]
+fn mode_e_zero_copy_file_round_trip() {
+    use haul_transport::checksum::{Algorithm, Hasher, HashingSource};
+    use haul_transport::io::ZeroCopyFile;
+    use std::io::Write;
+    let l = socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let addr = l.local_addr().unwrap();
+    let acceptor = ListenAcceptor(l);
+    let want = data(5_000_003, 9);
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(&want).unwrap();
+    let len = want.len() as u64;
+    let sender = std::thread::spawn(move || {
+        let mut conns: Vec<Conn> = (0..4)
+            .map(|_| Box::new(socket::connect(addr, None, Duration::from_secs(5)).unwrap()) as Conn)
+            .collect();
+        let src = ZeroCopyFile(f);
+        let hashing = HashingSource::new(&src, Algorithm::Xxhc);
+        let p = Progress::default();
+        mode_e::send(&mut conns, &hashing, &[(0, len)], 256 * 1024, &p, true).unwrap();
+        hashing.finish(len).expect("every byte read once")
+    });
+    let sink = Mem(std::sync::Mutex::new(Vec::new()));
+    let p = Progress::default();
+    mode_e::receive(Vec::new(), Some(&acceptor), &sink, &p, Some(len), 1 << 20).unwrap();
+    let digest = sender.join().unwrap();
+    assert_eq!(*sink.0.lock().unwrap(), want);
+    let mut h = Hasher::new(Algorithm::Xxhc);
+    h.update(&want);
+    assert_eq!(digest, h.finish_hex());
+}

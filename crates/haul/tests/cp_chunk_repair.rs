@@ -115,3 +115,28 @@ fn an_upload_with_a_flipped_byte_resends_only_its_chunk() {
         "the server's copy is identical"
     );
 }
+
+/// `haul serve --sendfile`: the server hashes what it reads for the pipelined CKSM and sends
+/// the file's pages with sendfile; the download arrives whole and verified, over one stream
+/// (MODE E on the caller's thread) and four.
+#[test]
+fn a_sendfile_server_serves_verified_downloads() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let data = source(&root);
+    let srv = serve(&root, &["--anonymous", "--sendfile"]);
+    for p in ["1", "4"] {
+        let dst = d.path().join(format!("out-{p}.bin"));
+        let url = format!("ftp://{}/f.bin", srv.addr);
+        let out = cp(
+            &["-q", "--json", "-p", p, &url, dst.to_str().unwrap()],
+            &d.path().join("h.sqlite"),
+        );
+        assert!(out.status.success(), "haul cp -p {p} failed");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["checksum"], "XXHC");
+        assert_eq!(j["verified_files"], 1);
+        assert!(fs::read(&dst).unwrap() == data, "-p {p}: identical");
+    }
+}

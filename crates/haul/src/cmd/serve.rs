@@ -29,6 +29,9 @@ pub struct Args {
     /// Let anonymous users write.
     #[arg(long, requires = "anonymous")]
     anonymous_write: bool,
+    /// Send files' pages to plain TCP data connections with sendfile (no copy at this end).
+    #[arg(long)]
+    sendfile: bool,
     /// Users file: lines `name:<argon2 hash>:rw|ro[,third-party][,relay]` (see --hash-password).
     #[arg(long)]
     users: Option<PathBuf>,
@@ -94,6 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.listen = args.listen;
     cfg.anonymous = args.anonymous;
     cfg.anonymous_write = args.anonymous_write;
+    cfg.sendfile = args.sendfile;
     cfg.users = args.users;
     cfg.tls = args.tls_cert.zip(args.tls_key);
     cfg.max_sessions = args.max_sessions.max(1);
