@@ -173,27 +173,6 @@ fn feed(h: &mut Hasher, src: &dyn Source, mut at: u64, end: Option<u64>) -> std:
     r
 }
 
-/// The XXH3-128 digests of the chunks of `src` in `[start, end)`; `start` is a multiple of
-/// [`chunked::CHUNK`]. Fails if the source ends before `end`.
-pub fn feed_chunks(src: &dyn Source, start: u64, end: u64) -> std::io::Result<Vec<u128>> {
-    let mut out = Vec::new();
-    let mut at = start;
-    while at < end {
-        let stop = (at + chunked::CHUNK).min(end);
-        let mut h = Hasher::new(Algorithm::Xxh128);
-        if feed(&mut h, src, at, Some(stop))? < stop {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("file ended before byte {stop}"),
-            ));
-        }
-        let Hasher::Xxh(x) = h else { unreachable!() };
-        out.push(x.digest128());
-        at = stop;
-    }
-    Ok(out)
-}
-
 /// A digest computed from bytes as they pass by, at whatever offsets they come: bytes that
 /// continue the hashed prefix are hashed at once (the common case: one stream, blocks in order);
 /// bytes beyond it are noted and hashed later by reading them back from the copy they were

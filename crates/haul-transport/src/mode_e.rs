@@ -259,9 +259,7 @@ fn send_one(
     };
     // A plain file to a plain TCP socket: its pages go to the socket without a copy through
     // this buffer, which then only serves a source that must see the bytes (one that hashes).
-    let zero_copy = src
-        .backing_file()
-        .zip(conn.plain_tcp().map(std::os::fd::AsRawFd::as_raw_fd));
+    let zero_copy = crate::zerocopy::route(src, &*conn);
     with_buffer(2 * HEADER_LEN + block, |buf| -> io::Result<()> {
         let mut next = take()?;
         while let Some((offset, n)) = next {

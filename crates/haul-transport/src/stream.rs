@@ -19,10 +19,7 @@ pub fn send(
     let mut at = offset;
     // A plain file of known length to a plain TCP socket: its pages go to the socket without
     // a copy (see `mode_e::send`).
-    let zero_copy = src
-        .backing_file()
-        .zip(conn.plain_tcp().map(std::os::fd::AsRawFd::as_raw_fd))
-        .filter(|_| end.is_some());
+    let zero_copy = crate::zerocopy::route(src, &*conn).filter(|_| end.is_some());
     loop {
         let want = match end {
             Some(e) if at >= e => break,

@@ -5,6 +5,16 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
+use crate::io::Source;
+use crate::DataStream;
+
+/// The file and socket to send between without a copy: a source with a backing file, and a
+/// plain TCP data connection; None when the bytes must pass through the sender's buffer.
+pub(crate) fn route<'a>(src: &'a dyn Source, conn: &dyn DataStream) -> Option<(&'a File, RawFd)> {
+    src.backing_file()
+        .zip(conn.plain_tcp().map(AsRawFd::as_raw_fd))
+}
+
 /// Sends `header` and then `len` bytes of `file` from `offset` on the TCP socket `sock`; the
 /// header is held back (`MSG_MORE`) to leave in the same segment as the first file bytes.
 /// Fails if the file ends early: the header has promised `len` bytes.
@@ -15,22 +25,7 @@ pub(crate) fn send_block(
     offset: u64,
     len: usize,
 ) -> io::Result<()> {
-    let mut h = header;
-    while !h.is_empty() {
-        // SAFETY: `h` is a live byte slice; `send` reads at most `h.len()` bytes from it.
-        let r = unsafe {
-            libc::send(
-                sock,
-                h.as_ptr().cast(),
-                h.len(),
-                libc::MSG_MORE | libc::MSG_NOSIGNAL,
-            )
-        };
-        match r {
-            r if r >= 0 => h = &h[r as usize..],
-            _ => retry_or_fail(io::Error::last_os_error())?,
-        }
-    }
+    send_all(sock, header, libc::MSG_MORE)?;
     let mut off = libc::off_t::try_from(offset)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset beyond off_t"))?;
     let mut left = len;
@@ -70,21 +65,33 @@ fn copy_rest(sock: RawFd, file: &File, mut off: u64, mut left: usize) -> io::Res
     let mut buf = vec![0u8; left.min(1 << 20)];
     while left > 0 {
         let want = left.min(buf.len());
-        let n = file.read_at(&mut buf[..want], off)?;
+        let n = FileExt::read_at(file, &mut buf[..want], off)?;
         if n == 0 {
             return Err(ended(off));
         }
-        let mut out = &buf[..n];
-        while !out.is_empty() {
-            // SAFETY: `out` is a live byte slice; `send` reads at most `out.len()` bytes.
-            let r = unsafe { libc::send(sock, out.as_ptr().cast(), out.len(), libc::MSG_NOSIGNAL) };
-            match r {
-                r if r >= 0 => out = &out[r as usize..],
-                _ => retry_or_fail(io::Error::last_os_error())?,
-            }
-        }
+        send_all(sock, &buf[..n], 0)?;
         off += n as u64;
         left -= n;
+    }
+    Ok(())
+}
+
+/// Sends all of `bytes` on `sock` with `flags` (and `MSG_NOSIGNAL`).
+fn send_all(sock: RawFd, mut bytes: &[u8], flags: libc::c_int) -> io::Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a live byte slice; `send` reads at most `bytes.len()` from it.
+        let r = unsafe {
+            libc::send(
+                sock,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                flags | libc::MSG_NOSIGNAL,
+            )
+        };
+        match r {
+            r if r >= 0 => bytes = &bytes[r as usize..],
+            _ => retry_or_fail(io::Error::last_os_error())?,
+        }
     }
     Ok(())
 }

@@ -4,6 +4,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use haul_transport::io::{Sink, Source};
 
+/// The number a fail point's `return(N)` gives, when it fires.
+pub(crate) fn number(name: &'static str) -> Option<u64> {
+    fail::eval(name, |a| a.and_then(|a| a.parse::<u64>().ok())).flatten()
+}
+
 /// A sink that flips one bit of the byte at a given offset of a file, the first time a write
 /// covers it, before passing the write on.
 pub(crate) struct Flip<'a> {

@@ -6,7 +6,7 @@ use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use haul_transport::checksum::chunked::{self, ChunkList, ListWindow};
-use haul_transport::checksum::{checksum, feed_chunks, Algorithm};
+use haul_transport::checksum::{checksum, Algorithm};
 use haul_transport::io::{Source, Zero};
 
 use super::{fs_error, Session};
@@ -207,7 +207,7 @@ impl Session<'_> {
                 match self.shared.vfs.open_read(&virt) {
                     Ok((f, m)) if m.is_file() => {
                         let src = WhileClientStays { src: &f, watch };
-                        match list_window(&src, m.len(), offset, length) {
+                        match ListWindow::read(&src, m.len(), offset, length) {
                             Ok(w) => w,
                             Err(e) => {
                                 return self.ctl.reply(550, format!("{virt}: checksum failed: {e}"))
@@ -222,28 +222,6 @@ impl Session<'_> {
         self.ctl
             .send(&haul_proto::Reply::multi(213, window.to_lines()))
     }
-}
-
-/// Reads the chunks of a window of a file of `len` bytes and hashes each.
-fn list_window(
-    src: &dyn Source,
-    len: u64,
-    offset: u64,
-    length: Option<u64>,
-) -> io::Result<ListWindow> {
-    let first = (offset / chunked::CHUNK).min(chunked::chunks(len));
-    let end = length
-        .map_or(len, |l| offset.saturating_add(l).min(len))
-        .min((first + chunked::MAX_LIST) * chunked::CHUNK)
-        .max(first * chunked::CHUNK);
-    // Whole chunks only: the window's last chunk runs to its own end (or the file's).
-    let end = (chunked::chunks(end) * chunked::CHUNK).min(len);
-    let digests = feed_chunks(src, first * chunked::CHUNK, end)?;
-    Ok(ListWindow {
-        first,
-        len,
-        digests,
-    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{Hasher, Running};
+use super::{feed, Algorithm, Hasher, Running};
 use crate::io::Source;
 
 /// Bytes per chunk: 1 MiB, haul's default MODE E block.
@@ -79,6 +79,26 @@ fn digest_of(h: Hasher) -> u128 {
         Hasher::Xxh(h) => h.digest128(),
         _ => unreachable!("chunks are hashed with XXH3-128"),
     }
+}
+
+/// The XXH3-128 digests of the chunks of `src` in `[start, end)`; `start` is a multiple of
+/// [`CHUNK`]. Fails if the source ends before `end`.
+pub fn feed_chunks(src: &dyn Source, start: u64, end: u64) -> std::io::Result<Vec<u128>> {
+    let mut out = Vec::new();
+    let mut at = start;
+    while at < end {
+        let stop = (at + CHUNK).min(end);
+        let mut h = Hasher::new(Algorithm::Xxh128);
+        if feed(&mut h, src, at, Some(stop))? < stop {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("file ended before byte {stop}"),
+            ));
+        }
+        out.push(digest_of(h));
+        at = stop;
+    }
+    Ok(out)
 }
 
 /// XXHC over bytes fed in file order (a CKSM that reads the file).
@@ -212,7 +232,7 @@ impl Chunked {
         }
         let run = st.open.entry(idx).or_insert_with(|| {
             Arc::new(Mutex::new(Some(Running::at(
-                super::Algorithm::Xxh128,
+                Algorithm::Xxh128,
                 idx * CHUNK,
             ))))
         });
@@ -307,21 +327,42 @@ pub struct ListWindow {
     pub digests: Vec<u128>,
 }
 
+/// The chunks of a file with `n` chunks that `CKSM XXHC-LIST <offset> <length>` asks for: from
+/// the one holding byte `offset`, at most [`MAX_LIST`] of them and none past `offset + length`.
+fn window(n: u64, offset: u64, length: Option<u64>) -> std::ops::Range<u64> {
+    let first = (offset / CHUNK).min(n);
+    let end = length
+        .map_or(n, |l| chunks(offset.saturating_add(l)).min(n))
+        .min(first + MAX_LIST)
+        .max(first);
+    first..end
+}
+
 impl ListWindow {
     /// The window of `list` that starts at byte `offset` (rounded down to its chunk) and holds
     /// at most [`MAX_LIST`] chunks and none past `offset + length`.
     pub fn of(list: &ChunkList, offset: u64, length: Option<u64>) -> ListWindow {
-        let n = list.digests.len() as u64;
-        let first = (offset / CHUNK).min(n);
-        let end = length
-            .map_or(n, |l| chunks(offset.saturating_add(l)).min(n))
-            .min(first + MAX_LIST)
-            .max(first);
+        let w = window(list.digests.len() as u64, offset, length);
         ListWindow {
-            first,
+            first: w.start,
             len: list.len,
-            digests: list.digests[first as usize..end as usize].to_vec(),
+            digests: list.digests[w.start as usize..w.end as usize].to_vec(),
         }
+    }
+
+    /// The same window of a file of `len` bytes, hashed from `src`.
+    pub fn read(
+        src: &dyn Source,
+        len: u64,
+        offset: u64,
+        length: Option<u64>,
+    ) -> std::io::Result<ListWindow> {
+        let w = window(chunks(len), offset, length);
+        Ok(ListWindow {
+            first: w.start,
+            len,
+            digests: feed_chunks(src, w.start * CHUNK, (w.end * CHUNK).min(len))?,
+        })
     }
 
     /// The text lines of a `213` reply carrying the window: a header, one digest per line,

@@ -194,11 +194,8 @@ impl Session {
         // Tests corrupt one received byte (at the offset given) before it is hashed, as a
         // fault past TCP's own checksum would.
         #[cfg(feature = "failpoints")]
-        let flip = fail::eval("xfer::flip_received_byte", |a| {
-            a.and_then(|a| a.parse::<u64>().ok())
-        })
-        .flatten()
-        .map(|at| crate::failpoint::Flip::new(sink, at));
+        let flip = crate::failpoint::number("xfer::flip_received_byte")
+            .map(|at| crate::failpoint::Flip::new(sink, at));
         #[cfg(feature = "failpoints")]
         let sink: &dyn Sink = match &flip {
             Some(f) => f,

@@ -53,10 +53,7 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
     // Tests slow TCP downloads alone (bytes per second) to make `haul send` re-plan.
     #[cfg(feature = "failpoints")]
     if ctx.opts().transport == Transport::Tcp {
-        let slow = fail::eval("xfer::tcp_sink_rate", |a| {
-            a.and_then(|a| a.parse::<u64>().ok())
-        });
-        if let Some(r) = slow.flatten() {
+        if let Some(r) = crate::failpoint::number("xfer::tcp_sink_rate") {
             rate = Some(r);
         }
     }
@@ -212,7 +209,9 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
                 (Some(a), Some(remote), Some(local)) => {
                     let repaired = remote != local
                         && r.local_chunks.as_ref().is_some_and(|chunks| {
-                            repaired(ctx, &mut sess, &i.job, &part, chunks, remote)
+                            super::repair::repaired_download(
+                                ctx, &mut sess, &i.job, &part, chunks, remote,
+                            )
                         });
                     if !repaired && !compare(ctx, &i.job, i.tries, a, remote, local)? {
                         continue;
@@ -240,20 +239,6 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
     }
     sess.quit();
     Ok(())
-}
-
-/// Re-fetches the differing XXHC chunks of a downloaded file whose digest did not match;
-/// true once it matches. Any failure leaves the file to be sent again whole.
-fn repaired(
-    ctx: &Ctx<'_>,
-    sess: &mut Session,
-    job: &Job,
-    part: &std::path::Path,
-    chunks: &checksum::chunked::ChunkList,
-    remote: &str,
-) -> bool {
-    let r = super::repair::repair(ctx, sess, job, part, chunks, remote);
-    super::repair::report(ctx, job, r)
 }
 
 /// The last piece of a split file landed: verify the whole file (the server hashes its copy

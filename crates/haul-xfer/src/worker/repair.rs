@@ -11,8 +11,9 @@ use haul_transport::mode_e::Progress;
 
 use super::download::Shifted;
 use super::params;
+use crate::checksum::chunked::feed_chunks;
 use crate::checksum::chunked::{ChunkList, CHUNK};
-use crate::checksum::{feed_chunks, Algorithm};
+use crate::checksum::Algorithm;
 use crate::engine::Ctx;
 use crate::error::XferError;
 use crate::plan::Job;
@@ -61,13 +62,11 @@ pub(super) fn repaired_upload(
         if bad.is_empty() {
             return Ok(None);
         }
+        let mut differ = RangeSet::new();
+        bad.iter().for_each(|&(s, e)| differ.insert(s, e));
         let mut held = RangeSet::new();
-        let mut at = 0;
-        for &(s, e) in bad.iter().chain(std::iter::once(&(local.len, local.len))) {
-            if s > at {
-                held.insert(at, s);
-            }
-            at = e;
+        for (s, e) in differ.missing(local.len) {
+            held.insert(s, e);
         }
         let progress = Progress::default();
         let item = PutItem {
@@ -85,8 +84,21 @@ pub(super) fn repaired_upload(
     report(ctx, job, run(sess))
 }
 
+/// Re-fetches the differing chunks of a downloaded file whose digest did not match; true
+/// once it matches. Any failure leaves the file to be sent again whole.
+pub(super) fn repaired_download(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    job: &Job,
+    part: &Path,
+    local: &ChunkList,
+    remote: &str,
+) -> bool {
+    report(ctx, job, repair(ctx, sess, job, part, local, remote))
+}
+
 /// Counts and logs a repair's outcome; true when it made the digests match.
-pub(super) fn report(ctx: &Ctx<'_>, job: &Job, r: Result<Option<u64>, XferError>) -> bool {
+fn report(ctx: &Ctx<'_>, job: &Job, r: Result<Option<u64>, XferError>) -> bool {
     match r {
         Ok(Some(bytes)) => {
             tracing::warn!(
@@ -107,7 +119,7 @@ pub(super) fn report(ctx: &Ctx<'_>, job: &Job, r: Result<Option<u64>, XferError>
 /// Re-fetches the chunks of the downloaded `part` of `job` that differ from the server's copy;
 /// returns the bytes fetched once the file's digest matches `remote`, or None when a whole new
 /// copy is needed.
-pub(super) fn repair(
+fn repair(
     ctx: &Ctx<'_>,
     sess: &mut Session,
     job: &Job,

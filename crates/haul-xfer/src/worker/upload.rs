@@ -110,10 +110,7 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
         let flips: Vec<Option<crate::failpoint::FlipSource<'_>>> = inline
             .iter()
             .map(|h| {
-                let at = fail::eval("xfer::flip_sent_byte", |a| {
-                    a.and_then(|a| a.parse::<u64>().ok())
-                })
-                .flatten()?;
+                let at = crate::failpoint::number("xfer::flip_sent_byte")?;
                 Some(crate::failpoint::FlipSource::new(h.as_ref()?, at))
             })
             .collect();
