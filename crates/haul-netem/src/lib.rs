@@ -9,6 +9,7 @@
 pub mod daemon;
 pub mod error;
 pub mod forward;
+pub mod gso;
 pub mod model;
 pub mod netns;
 pub mod params;

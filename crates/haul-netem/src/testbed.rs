@@ -3,8 +3,8 @@
 
 use std::net::Ipv4Addr;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,9 @@ pub struct Options {
     pub prefix: String,
     /// Seed of the model RNGs (each direction derives its own).
     pub seed: u64,
+    /// Segmentation offload on the TUN devices ([`crate::gso`]); on unless the environment
+    /// variable `HAUL_NETEM_OFFLOAD` is `0`.
+    pub offload: bool,
 }
 
 impl Default for Options {
@@ -34,8 +37,30 @@ impl Default for Options {
         Options {
             prefix: DEFAULT_PREFIX.into(),
             seed: forward::now_ns(),
+            offload: std::env::var("HAUL_NETEM_OFFLOAD").map_or(true, |v| v != "0"),
         }
     }
+}
+
+/// The longest a link may take to serialize one offload packet, as a share of the link's RTT,
+/// between [`GSO_BUDGET_MIN_S`] and [`GSO_BUDGET_MAX_S`]: the packet is delivered when its last
+/// wire packet would have arrived, so its first one arrives up to this late, inside the
+/// fidelity bound (2 % of the RTT or 0.3 ms, whichever is larger). It sets each device's
+/// `gso_max_size` from the rate leaving it.
+const GSO_BUDGET_RTT: f64 = 0.01;
+/// The budget's floor, seconds (a third of the 0.3 ms bound).
+const GSO_BUDGET_MIN_S: f64 = 100e-6;
+/// The budget's ceiling, seconds: as much as TCP puts in one offload packet at the link rate
+/// (its autosizing aims at about 1 ms).
+const GSO_BUDGET_MAX_S: f64 = 500e-6;
+
+/// `gso_max_size` for a device whose outgoing direction has `p`'s rate on a link of round trip
+/// `rtt` seconds: what the link serializes within the budget, at least one MTU (no offload
+/// packets at all), at most 64 KiB.
+fn gso_max_size(p: &DirParams, rtt: f64, mtu: u32) -> u32 {
+    let budget = (rtt * GSO_BUDGET_RTT).clamp(GSO_BUDGET_MIN_S, GSO_BUDGET_MAX_S);
+    let budget = p.rate.map_or(f64::MAX, |r| r * budget);
+    budget.clamp(mtu as f64, 65_536.0) as u32
 }
 
 impl Options {
@@ -57,6 +82,12 @@ pub struct DirReport {
     pub stats: DirStats,
     /// Packets the forwarder failed to write to the egress device.
     pub write_errors: u64,
+    /// Offload packets of several wire packets forwarded whole.
+    #[serde(default)]
+    pub offload_frames: u64,
+    /// Offload packets cut into their wire packets (one lost, duplicated or reordered).
+    #[serde(default)]
+    pub split_frames: u64,
 }
 
 /// Parameters and counters of one link.
@@ -152,15 +183,12 @@ impl Testbed {
         let tuns = [self.add_tun(i, l, &l.a)?, self.add_tun(i, l, &l.b)?];
         let rtt = l.rtt();
         let mk = |p: &DirParams, d: u64| {
-            Arc::new(Shared {
-                model: Mutex::new(DirModel::new(
-                    p.clone(),
-                    rtt,
-                    l.mtu,
-                    self.opts.seed ^ (i as u64 * 2 + d),
-                )),
-                write_errors: AtomicU64::new(0),
-            })
+            Arc::new(Shared::new(DirModel::new(
+                p.clone(),
+                rtt,
+                l.mtu,
+                self.opts.seed ^ (i as u64 * 2 + d),
+            )))
         };
         let dirs = [mk(&l.ab, 0), mk(&l.ba, 1)];
         for (d, (from, to)) in [(0, 1), (1, 0)].into_iter().enumerate() {
@@ -186,7 +214,10 @@ impl Testbed {
     fn add_tun(&self, i: usize, l: &LinkSpec, host: &str) -> Result<Arc<Tun>> {
         let ns = self.ns(host);
         let dev = self.topo.ifname(i, host);
-        let tun = Tun::create(&ns, &dev)?;
+        let tun = Tun::create(&ns, &dev, self.opts.offload)?;
+        let out = if host == l.a { &l.ab } else { &l.ba };
+        let gso = gso_max_size(out, l.rtt(), l.mtu).to_string();
+        netns::ip(&["-n", &ns, "link", "set", "dev", &dev, "gso_max_size", &gso])?;
         let mtu = l.mtu.to_string();
         netns::ip(&[
             "-n",
@@ -288,6 +319,8 @@ impl Testbed {
                 params,
                 stats,
                 write_errors: s.write_errors.load(Ordering::Relaxed),
+                offload_frames: s.offload_frames.load(Ordering::Relaxed),
+                split_frames: s.split_frames.load(Ordering::Relaxed),
             }
         };
         self.topo
@@ -323,6 +356,20 @@ impl Testbed {
             }
         }
         let rtt = p[0].delay + p[1].delay;
+        for (host, q) in [(&spec.a, &p[0]), (&spec.b, &p[1])] {
+            let gso = gso_max_size(q, rtt, spec.mtu).to_string();
+            let dev = self.topo.ifname(i, host);
+            netns::ip(&[
+                "-n",
+                &self.ns(host),
+                "link",
+                "set",
+                "dev",
+                &dev,
+                "gso_max_size",
+                &gso,
+            ])?;
+        }
         let [pa, pb] = p;
         ab.set_params(pa, rtt, spec.mtu);
         ba.set_params(pb, rtt, spec.mtu);

@@ -15,6 +15,11 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 /// Brings `topo` up under `prefix` with model seed 1, or prints why it cannot and returns `None`.
 pub fn testbed(prefix: &str, topo: &Topology) -> Option<Testbed> {
+    testbed_with(prefix, topo, true)
+}
+
+/// [`testbed`] with segmentation offload on the TUN devices on or off.
+pub fn testbed_with(prefix: &str, topo: &Topology, offload: bool) -> Option<Testbed> {
     if let Err(e) = netns::available() {
         eprintln!("skipping: network namespaces unavailable (need root and iproute2): {e}");
         return None;
@@ -22,6 +27,7 @@ pub fn testbed(prefix: &str, topo: &Topology) -> Option<Testbed> {
     let opts = Options {
         prefix: prefix.into(),
         seed: 1,
+        offload,
     };
     Some(Testbed::up(topo, opts).expect("testbed up"))
 }
