@@ -1,11 +1,14 @@
 //! PLUT over real UDP: the blocking IO loops around `haul-plut`'s sans-IO `Sender` and
 //! `Receiver`. One thread per end. The sender fills a batch of datagrams from `poll_transmit`
-//! until pacing says wait, sends it with one `sendmmsg`, drains ACKs with `recvmmsg`, and waits
-//! for the next pacing slot by sleeping in `ppoll` (the pacer catches up after a late wake-up,
-//! so it need not spin). The receiver reads `recvmmsg` batches into preallocated buffers with
-//! the kernel's receive time of each datagram (`SO_TIMESTAMPNS`, which the goodput the rate
+//! until pacing says wait, sends it with one `sendmmsg` (as UDP GSO super-datagrams where the
+//! kernel offers `UDP_SEGMENT`, see `gso.rs`), drains ACKs with `recvmmsg`, and waits for the
+//! next pacing slot by sleeping in `ppoll` (the pacer catches up after a late wake-up, so it
+//! need not spin). The receiver reads `recvmmsg` batches into preallocated buffers (coalesced
+//! by UDP GRO where the kernel offers it, split back into datagrams in `gro.rs`) with the
+//! kernel's receive time of each datagram (`SO_TIMESTAMPNS`, which the goodput the rate
 //! control runs on is measured by), feeds them to the state machine (whose in-order writer
-//! goes through a write-behind buffer) and sends its ACKs.
+//! goes through a write-behind buffer) and sends its ACKs. `HAUL_PLUT_OFFLOAD=0` (or
+//! [`Tuning::offload`] false) forces plain `sendmmsg` / `recvmmsg`.
 //! Socket buffers are enlarged (forced past `rmem_max` when running as root). Nothing is
 //! allocated per datagram.
 //!
@@ -19,8 +22,12 @@
 mod adapt;
 mod batch;
 mod filter;
+mod gro;
+mod gso;
 pub mod params;
 pub use filter::only_from;
+#[cfg(test)]
+mod offload_tests;
 mod stream;
 mod trace;
 
@@ -33,7 +40,9 @@ use haul_plut::{Config, ReceiverStats, SenderStats, Verdict};
 
 use crate::io::{Sink, Source};
 use crate::mode_e::Progress;
-use batch::{Batch, Clock, Woke};
+use batch::{Clock, Woke};
+use gro::RecvBatch;
+use gso::SendBatch;
 
 pub use haul_plut::wire::{DEFAULT_MDS, JUMBO_MDS, MAX_MDS};
 pub use stream::{StreamPoll, StreamReceiver, StreamSender};
@@ -84,20 +93,28 @@ const MAX_BURST_RTT: f64 = 0.1;
 
 /// When the IO thread should wake for the pacing slot `next` (from `poll_transmit`'s
 /// `poll_timeout`) at `now`: slots more than 1 ms away are waited for exactly; nearer ones are
-/// gathered into a batch worth `batch_period` (at most `max_burst` datagrams), which the pacer
-/// lets a late poll send back to back.
-fn wake_at(sender: &haul_plut::Sender, cfg: &Config, tuning: &Tuning, now: u64, next: u64) -> u64 {
+/// gathered into a batch worth `batch_period` (at most `max_burst` datagrams, or `segments`,
+/// one GSO super-datagram's, if more), which the pacer lets a late poll send back to back.
+fn wake_at(
+    sender: &haul_plut::Sender,
+    cfg: &Config,
+    tuning: &Tuning,
+    segments: usize,
+    now: u64,
+    next: u64,
+) -> u64 {
     if next > now + 1_000_000 {
         return next;
     }
     let gap = cfg.mds as f64 / sender.rate().max(1.0) * 1e9;
     let period = tuning.batch_period.as_nanos() as f64;
-    next + ((period / gap)
-        .floor()
-        .min(f64::from(cfg.max_burst) - 1.0)
-        .max(0.0)
-        * gap) as u64
+    let most = f64::from(cfg.max_burst).max(segments as f64);
+    next + ((period / gap).floor().min(most - 1.0).max(0.0) * gap) as u64
 }
+
+/// Default [`Tuning::receive_nap`], µs: 100 µs is 85 datagrams of 1472 bytes at 10 Gb/s, two
+/// GRO messages, and a twentieth of the shortest ACK interval (the 2 ms RTT floor).
+const RECEIVE_NAP_US: u64 = 100;
 
 /// IO-layer settings (the protocol's own tunables are in [`Config`]).
 #[derive(Debug, Clone)]
@@ -117,6 +134,32 @@ pub struct Tuning {
     /// The receiver answers stray datagrams for this quiet time after completing, so a sender
     /// whose final ACK was lost still finishes.
     pub linger: Duration,
+    /// While DATA is flowing, the receiver sleeps this long between batches (at most until its
+    /// next timer) instead of waiting for the socket to become readable: a receiver woken for
+    /// every few datagrams costs both ends a task switch each time (the sender's `sendmmsg`
+    /// does the wake-up on loopback), and the socket buffer holds far more than this. 0 waits
+    /// for readability as when idle.
+    pub receive_nap: Duration,
+    /// Use UDP GSO when sending and UDP GRO when receiving where the kernel offers them (a
+    /// refused GSO send falls back to plain datagrams for good). Default true unless the
+    /// environment sets `HAUL_PLUT_OFFLOAD` to `0`, `off`, `no` or `false`.
+    pub offload: bool,
+}
+
+/// Whether the environment leaves GSO / GRO on (`HAUL_PLUT_OFFLOAD`, see [`Tuning::offload`]).
+fn offload_from_env() -> bool {
+    offload_setting(std::env::var("HAUL_PLUT_OFFLOAD").ok().as_deref())
+}
+
+/// Whether a `HAUL_PLUT_OFFLOAD` value (or its absence) leaves GSO / GRO on.
+fn offload_setting(v: Option<&str>) -> bool {
+    match v {
+        None => true,
+        Some(v) => !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "off" | "no" | "false"
+        ),
+    }
 }
 
 impl Default for Tuning {
@@ -128,6 +171,8 @@ impl Default for Tuning {
             spin: Duration::ZERO,
             idle_timeout: Duration::from_secs(30),
             linger: Duration::from_millis(150),
+            receive_nap: Duration::from_micros(RECEIVE_NAP_US),
+            offload: offload_from_env(),
         }
     }
 }
@@ -145,6 +190,10 @@ pub struct Stats {
     pub receiver: Option<ReceiverStats>,
     /// `sendmmsg` calls that carried DATA.
     pub send_batches: u64,
+    /// The sender's DATA went out as GSO super-datagrams to the end (sending end).
+    pub gso: bool,
+    /// The receiver's socket coalesced datagrams with GRO (receiving end).
+    pub gro: bool,
 }
 
 /// A session configuration for datagrams of `mds` bytes, a NIC rate of `nic_rate` bytes/s and
@@ -256,8 +305,8 @@ pub fn send(
     batch::tight_timer_slack();
     let cpu0 = batch::thread_cpu();
     let clock = Clock::start();
-    let mut out = Batch::new(cfg.mds, tuning.batch);
-    let mut acks = Batch::new(cfg.mds, 64);
+    let mut out = SendBatch::new(sock, cfg.mds, tuning.batch, tuning.offload);
+    let mut acks = RecvBatch::new(sock, cfg.mds, 64, false);
     acks.enable_timestamps(sock);
     let spin = tuning.spin.as_nanos() as u64;
     let idle = tuning.idle_timeout.as_nanos() as u64;
@@ -288,8 +337,7 @@ pub fn send(
         }
         let n = fill_batch(&mut sender, &mut out, now, &src)?;
         if n > 0 {
-            out.send(sock, n).map_err(io_err("sending DATA"))?;
-            stats.send_batches += 1;
+            stats.send_batches += out.send(sock, n).map_err(io_err("sending DATA"))?;
             let first = first_sent(&sender, payload);
             progress
                 .bytes
@@ -302,7 +350,7 @@ pub fn send(
             batch::readable(sock, 10_000_000).map_err(io_err("waiting for ACKs"))?;
             continue;
         };
-        let deadline = wake_at(&sender, cfg, tuning, now, next);
+        let deadline = wake_at(&sender, cfg, tuning, out.segments(), now, next);
         if batch::wait(sock, &clock, deadline, spin).map_err(io_err("pacing"))? == Woke::Readable {
             continue;
         }
@@ -314,6 +362,7 @@ pub fn send(
     stats.elapsed_s = clock.now() as f64 / 1e9;
     stats.cpu_s = batch::thread_cpu() - cpu0;
     stats.sender = Some(sender.stats());
+    stats.gso = out.gso();
     Ok(stats)
 }
 
@@ -321,7 +370,7 @@ pub fn send(
 /// returns whether any was accepted.
 fn drain_acks(
     sock: &UdpSocket,
-    acks: &mut Batch,
+    acks: &mut RecvBatch,
     clock: &Clock,
     sender: &mut haul_plut::Sender,
     now: u64,
@@ -336,7 +385,7 @@ fn drain_acks(
                 heard = true;
             }
         }
-        if n < acks.capacity() {
+        if !acks.full() {
             return Ok(heard);
         }
     }
@@ -345,7 +394,7 @@ fn drain_acks(
 /// Fills `out` with the datagrams pacing lets `sender` send at `now`; returns how many.
 fn fill_batch(
     sender: &mut haul_plut::Sender,
-    out: &mut Batch,
+    out: &mut SendBatch,
     now: u64,
     src: &impl haul_plut::Source,
 ) -> Result<usize, PlutError> {
@@ -387,7 +436,7 @@ pub fn receive(
     let mut writer = adapt::WriteBehind::new(sink, base, len, progress);
     let cpu0 = batch::thread_cpu();
     let clock = Clock::start();
-    let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
+    let mut inb = RecvBatch::new(sock, cfg.mds, tuning.batch.max(8), tuning.offload);
     inb.enable_timestamps(sock);
     let mut ack = vec![0u8; cfg.mds];
     let idle = tuning.idle_timeout.as_nanos() as u64;
@@ -397,6 +446,7 @@ pub fn receive(
     let mut first: Option<u64> = None;
     let mut completed_at: Option<u64> = None;
     let mut tr = trace::RecvTrace::new();
+    let mut napper = batch::Napper::new(tuning.receive_nap);
     loop {
         progress.check().map_err(io_err("receiving DATA"))?;
         let now = clock.now();
@@ -444,11 +494,13 @@ pub fn receive(
                 len,
             });
         }
-        if n == inb.capacity() {
+        if inb.full() {
             continue;
         }
         let wake = receive_wait(&recv, completed_at.is_some(), now, tuning);
-        batch::readable(sock, wake).map_err(io_err("waiting for DATA"))?;
+        napper
+            .wait(sock, now, n, wake)
+            .map_err(io_err("waiting for DATA"))?;
     }
     if foreign_src > 0 {
         tracing::debug!(foreign_src, "PLUT datagrams from other addresses dropped");
@@ -461,6 +513,8 @@ pub fn receive(
         sender: None,
         receiver: Some(rs),
         send_batches: 0,
+        gso: false,
+        gro: inb.gro(),
     })
 }
 

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use haul_plut::{Config, Nanos, ReceiverStats, SenderStats, Verdict};
 
-use super::batch::{self, Batch, Clock, Woke};
+use super::batch::{self, Clock, Woke};
+use super::gro::RecvBatch;
+use super::gso::SendBatch;
 use super::{io_err, trace, wake_at, PlutError, Stats, Tuning};
 
 /// Bytes of the virtual file a stream travels in: more than any stream sends.
@@ -62,8 +64,8 @@ pub struct StreamSender<S> {
     cfg: Config,
     tuning: Tuning,
     clock: Clock,
-    out: Batch,
-    acks: Batch,
+    out: SendBatch,
+    acks: RecvBatch,
     /// Bytes handed over by `write`.
     written: u64,
     /// Every datagram below this was acknowledged (from the ACKs the sender accepted).
@@ -86,11 +88,11 @@ impl<S: haul_plut::Source> StreamSender<S> {
     ) -> Result<StreamSender<S>, PlutError> {
         sock.connect(peer)
             .map_err(io_err("connecting the data socket"))?;
-        let mut acks = Batch::new(cfg.mds, 64);
+        let mut acks = RecvBatch::new(&sock, cfg.mds, 64, false);
         acks.enable_timestamps(&sock);
         Ok(StreamSender {
             sender: haul_plut::Sender::new(cfg.clone(), STREAM_SPAN)?,
-            out: Batch::new(cfg.mds, tuning.batch),
+            out: SendBatch::new(&sock, cfg.mds, tuning.batch, tuning.offload),
             acks,
             sock,
             peer,
@@ -172,6 +174,8 @@ impl<S: haul_plut::Source> StreamSender<S> {
             sender: Some(self.sender.stats()),
             receiver: None,
             send_batches: self.send_batches,
+            gso: self.out.gso(),
+            gro: false,
         })
     }
 
@@ -207,7 +211,7 @@ impl<S: haul_plut::Source> StreamSender<S> {
                     }
                 }
             }
-            if n < self.acks.capacity() {
+            if !self.acks.full() {
                 return Ok(confirmed);
             }
         }
@@ -261,10 +265,10 @@ impl<S: haul_plut::Source> StreamSender<S> {
             n += 1;
         }
         if n > 0 {
-            self.out
+            self.send_batches += self
+                .out
                 .send(&self.sock, n)
                 .map_err(io_err("sending DATA"))?;
-            self.send_batches += 1;
             return Ok(false);
         }
         if first >= need {
@@ -276,7 +280,14 @@ impl<S: haul_plut::Source> StreamSender<S> {
             batch::readable(&self.sock, 10_000_000).map_err(io_err("waiting for ACKs"))?;
             return Ok(false);
         };
-        let deadline = wake_at(&self.sender, &self.cfg, &self.tuning, now, next);
+        let deadline = wake_at(
+            &self.sender,
+            &self.cfg,
+            &self.tuning,
+            self.out.segments(),
+            now,
+            next,
+        );
         if batch::wait(
             &self.sock,
             &self.clock,
@@ -313,12 +324,14 @@ pub struct StreamReceiver<K> {
     session: u64,
     payload: u64,
     clock: Clock,
-    inb: Batch,
+    inb: RecvBatch,
     ack: Vec<u8>,
     peer: Option<SocketAddr>,
     foreign_src: u64,
     end: Option<u64>,
     ended: bool,
+    /// The wait between batches ([`Tuning::receive_nap`]).
+    napper: batch::Napper,
     tr: trace::RecvTrace,
 }
 
@@ -330,7 +343,7 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
         cfg: &Config,
         tuning: &Tuning,
     ) -> Result<StreamReceiver<K>, PlutError> {
-        let mut inb = Batch::new(cfg.mds, tuning.batch.max(8));
+        let mut inb = RecvBatch::new(&sock, cfg.mds, tuning.batch.max(8), tuning.offload);
         inb.enable_timestamps(&sock);
         Ok(StreamReceiver {
             recv: haul_plut::Receiver::new(cfg.clone(), STREAM_SPAN)?,
@@ -345,6 +358,7 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             foreign_src: 0,
             end: None,
             ended: false,
+            napper: batch::Napper::new(tuning.receive_nap),
             tr: trace::RecvTrace::new(),
         })
     }
@@ -450,14 +464,16 @@ impl<K: haul_plut::Sink> StreamReceiver<K> {
             if self.progress().delivered > before.delivered || now >= deadline {
                 break;
             }
-            if n == self.inb.capacity() {
+            if self.inb.full() {
                 continue;
             }
             let wake = self
                 .recv
                 .poll_timeout()
                 .map_or(10_000_000, |t| t.saturating_sub(now).max(1));
-            batch::readable(&self.sock, wake.min(deadline - now).min(10_000_000))
+            let wake = wake.min(deadline - now).min(10_000_000);
+            self.napper
+                .wait(&self.sock, now, n, wake)
                 .map_err(io_err("waiting for DATA"))?;
         }
         Ok(self.progress())
