@@ -10,11 +10,12 @@ use std::sync::mpsc;
 
 use haul_proto::hostport::{format_port, parse_port};
 use haul_proto::{Command, PerfMarker, Reply};
+use haul_transport::checksum::{HashingSink, HashingSource};
 use haul_transport::io::{Null, Sink, Source, Zero};
 use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, params, Tuning};
 
-use crate::session::{fs_error, Session};
+use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::upload::lock_exclusive;
 use crate::vfs::Target;
 
@@ -180,6 +181,7 @@ impl Session<'_> {
                 .reply(501, "REST is not supported over PLUT; use ERET or TCP.");
         }
         let file;
+        let mut id = None;
         let (src, size, virt): (&dyn Source, Option<u64>, String) = match self.resolve(arg) {
             Target::Zero => (&Zero, None, "/dev/zero".into()),
             Target::Null => {
@@ -192,34 +194,35 @@ impl Session<'_> {
                     return self.ctl.reply(550, format!("{virt}: not a regular file"))
                 }
                 Ok((f, m)) => {
+                    id = Some(FileId::of(&m));
                     file = f;
                     (&file, Some(m.len()), virt)
                 }
                 Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
             },
         };
-        let (base, len) = match (eret, size) {
-            (Some((off, _)), Some(n)) if off > n => {
-                return self.ctl.reply(
-                    550,
-                    format!("{virt}: ERET offset {off} lies beyond the end ({n} bytes)"),
-                )
-            }
-            (Some((off, l)), Some(n)) => (off, l.min(n - off)),
-            (Some((off, l)), None) => (off, l),
-            (None, Some(n)) => (0, n),
-            (None, None) => {
-                return self.ctl.reply(
-                    550,
-                    format!("{virt}: endless; use ERET P <offset> <length>"),
-                )
-            }
+        let (base, len) = match span(eret, size) {
+            Ok(s) => s,
+            Err(why) => return self.ctl.reply(550, format!("{virt}: {why}")),
         };
         let Some(p) = self.plut.params else {
             return self.ctl.reply(503, "PLUT not selected.");
         };
         let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
         let tuning = self.plut_tuning();
+        // A whole file whose checksum the client asks for next: hash it as it is sent, as
+        // over TCP, rather than reading it again for the CKSM after the 226.
+        let hash = match id {
+            Some(id) if eret.is_none() && id.settled() => {
+                self.pipelined_cksm(&virt).map(|alg| (alg, id))
+            }
+            _ => None,
+        };
+        let hashing = hash.map(|(alg, _)| HashingSource::new(src, alg));
+        let src: &dyn Source = match &hashing {
+            Some(h) => h,
+            None => src,
+        };
         self.ctl
             .reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;
         let ip = self.ctl.local_ip()?;
@@ -243,6 +246,17 @@ impl Session<'_> {
         match result {
             Ok(stats) => {
                 tracing::info!(path = %virt, len, ?stats, "PLUT send done");
+                if let (Some(h), Some((alg, id))) = (hashing, hash) {
+                    if let Some((hex, chunks)) = h.finish_full(len) {
+                        self.known_digest = Some(KnownDigest {
+                            virt,
+                            alg,
+                            id,
+                            hex,
+                            chunks,
+                        });
+                    }
+                }
                 self.ctl.reply(226, "Transfer Complete.")
             }
             Err(e) => {
@@ -296,14 +310,24 @@ impl Session<'_> {
         if let Err(e) = file.set_len(0) {
             return self.ctl.reply(550, fs_error(&virt, &e));
         }
-        if !self.plut_receive(&sock, session, len, &file)? {
+        // The checksum the client asks for next is computed as the data is written (in order,
+        // behind PLUT's write-behind buffer), not by reading the file back.
+        let alg = self.pipelined_cksm(&virt);
+        let hashing = alg.map(|a| HashingSink::over(&file, a, &file));
+        let sink: &dyn Sink = match &hashing {
+            Some(h) => h,
+            None => &file,
+        };
+        if !self.plut_receive(&sock, session, len, sink)? {
             tracing::warn!(path = %virt, "PLUT upload failed; partial data kept in the part file");
             return Ok(());
         }
+        let digest = hashing.and_then(|h| h.finish_full(len));
         drop(file);
         if let Err(e) = parent.commit_part() {
             return self.ctl.reply(550, fs_error(&virt, &e));
         }
+        self.remember_upload_digest(virt, alg.zip(digest));
         self.ctl.reply(226, "Transfer Complete.")
     }
 
@@ -363,6 +387,20 @@ impl Session<'_> {
                 Ok(false)
             }
         }
+    }
+}
+
+/// The bytes a RETR / ERET of a file of `size` bytes (None: endless) sends: `(offset, length)`,
+/// or why none.
+fn span(eret: Option<(u64, u64)>, size: Option<u64>) -> Result<(u64, u64), String> {
+    match (eret, size) {
+        (Some((off, _)), Some(n)) if off > n => {
+            Err(format!("ERET offset {off} lies beyond the end ({n} bytes)"))
+        }
+        (Some((off, l)), Some(n)) => Ok((off, l.min(n - off))),
+        (Some((off, l)), None) => Ok((off, l)),
+        (None, Some(n)) => Ok((0, n)),
+        (None, None) => Err("endless; use ERET P <offset> <length>".into()),
     }
 }
 

@@ -301,7 +301,17 @@ impl<'a> Session<'a> {
                 return self.answer(550, fs_error(&virt, &e));
             }
         }
-        // The identity after the rename, which changes the file's ctime.
+        self.remember_upload_digest(virt, digest);
+        self.finish(Outcome::Complete)
+    }
+
+    /// Keeps the digest computed while `virt` was received for the `CKSM` that follows, with
+    /// the file's identity after the rename (which changes its ctime).
+    pub(crate) fn remember_upload_digest(
+        &mut self,
+        virt: String,
+        digest: Option<(Algorithm, Finished)>,
+    ) {
         if let (Some((alg, (hex, chunks))), Ok(m)) = (digest, self.shared.vfs.stat(&virt)) {
             self.known_digest = Some(KnownDigest {
                 virt,
@@ -311,6 +321,5 @@ impl<'a> Session<'a> {
                 chunks,
             });
         }
-        self.finish(Outcome::Complete)
     }
 }

@@ -128,6 +128,9 @@ pub struct PlanOptions {
     pub mkdir: bool,
     /// How long a listing's data channel may stay silent (None: the session's default).
     pub data_timeout: Option<Duration>,
+    /// Where planning sessions are left logged in for the transfer's workers (the engine's
+    /// [`crate::Options::spare`]); with a pool of its own they are closed when it drops.
+    pub spare: std::sync::Arc<crate::session::Spare>,
 }
 
 /// Makes sure the local directory `dir` exists: with `mkdir` it is created with its missing
@@ -232,7 +235,7 @@ fn plan_download(s: &RemoteUrl, d: &Path, opts: &PlanOptions) -> Result<Vec<Job>
         local_dir(Path::new(&to).parent().unwrap_or(Path::new("")), opts.mkdir)?;
         vec![Job::new(s.path.clone(), to, size)]
     };
-    sess.quit();
+    opts.spare.park(sess);
     Ok(jobs)
 }
 
@@ -274,7 +277,7 @@ fn plan_upload(sp: &Path, d: &RemoteUrl, opts: &PlanOptions) -> Result<Vec<Job>,
         }
         vec![Job::new(s_str.clone(), to, md.len())]
     };
-    sess.quit();
+    opts.spare.park(sess);
     Ok(jobs)
 }
 
@@ -318,8 +321,8 @@ fn plan_third_party(
         }
         vec![Job::new(s.path.clone(), to, size)]
     };
-    ss.quit();
-    ds.quit();
+    opts.spare.park(ss);
+    opts.spare.park(ds);
     Ok(jobs)
 }
 

@@ -24,6 +24,9 @@ mod get;
 mod plut;
 mod put;
 mod relay;
+mod spare;
+
+pub use spare::Spare;
 
 pub use data::PasvAddress;
 pub use relay::Fetch;
@@ -365,7 +368,14 @@ impl Session {
         if self.abandoned {
             return;
         }
+        // The 221 carries nothing a client needs, and waiting for it would add a round trip
+        // to the end of every copy; the server ends the session on QUIT or on the close.
         let _ = self.ctl.send(&Command::Quit);
-        let _ = self.ctl.final_reply(&mut |_| {});
+    }
+
+    /// True when the session can carry further commands (no pipeline was left with replies
+    /// still due).
+    pub fn reusable(&self) -> bool {
+        !self.abandoned
     }
 }

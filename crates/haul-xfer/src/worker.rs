@@ -53,7 +53,10 @@ fn innermost(mut path: &str) -> &str {
 
 /// Opens a session to `url` with the transfer's TLS, PASV and data-timeout settings.
 fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
-    let mut s = Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?;
+    let mut s = match ctx.opts().spare.take(url) {
+        Some(s) => s,
+        None => Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?,
+    };
     s.set_data_timeout(ctx.opts().data_timeout);
     if let Some(stack) = ctx.opts().transport.net_stack() {
         s.set_net_stack(stack)?;

@@ -137,10 +137,13 @@ impl Sink for HashingSink<'_> {
 }
 
 /// A source that hashes what is read from it: bytes read ahead of the hashed prefix (of their
-/// chunk, for XXHC) are read again once the gap before them is filled.
+/// chunk, for XXHC) are read again once the gap before them is filled. Bytes read a second
+/// time (a PLUT sender re-reads what it retransmits) are not hashed again.
 pub struct HashingSource<'a> {
     inner: &'a dyn Source,
     digest: Digesting,
+    /// What the digest has been given so far.
+    fed: std::sync::Mutex<haul_proto::markers::RangeSet>,
 }
 
 impl<'a> HashingSource<'a> {
@@ -149,6 +152,7 @@ impl<'a> HashingSource<'a> {
         HashingSource {
             inner,
             digest: Digesting::new(alg),
+            fed: Default::default(),
         }
     }
 
@@ -166,7 +170,22 @@ impl<'a> HashingSource<'a> {
 impl Source for HashingSource<'_> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         let n = self.inner.read_at(buf, offset)?;
-        self.digest.update(offset, &buf[..n], self.inner);
+        let end = offset + n as u64;
+        let new: Vec<(u64, u64)> = match self.fed.lock() {
+            Ok(mut fed) => {
+                let gaps = fed.missing(end);
+                fed.insert(offset, end);
+                gaps.into_iter()
+                    .filter(|&(_, b)| b > offset)
+                    .map(|(a, b)| (a.max(offset), b))
+                    .collect()
+            }
+            Err(_) => vec![(offset, end)],
+        };
+        for (a, b) in new {
+            let piece = &buf[(a - offset) as usize..(b - offset) as usize];
+            self.digest.update(a, piece, self.inner);
+        }
         Ok(n)
     }
 

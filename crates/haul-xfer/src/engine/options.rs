@@ -79,6 +79,9 @@ pub struct Options {
     pub piece: Option<u64>,
     /// Through relays: the next leg's settings to ask the first relay for (`OPTS RELAY`).
     pub relay_leg: Option<haul_proto::nested::NextLeg>,
+    /// Sessions the planner left logged in, which workers to the same server take before
+    /// connecting (share it with [`crate::plan::PlanOptions::spare`]).
+    pub spare: std::sync::Arc<crate::session::Spare>,
 }
 
 impl Default for Options {
@@ -103,6 +106,7 @@ impl Default for Options {
             clustering: None,
             piece: None,
             relay_leg: None,
+            spare: Default::default(),
         }
     }
 }

@@ -37,8 +37,20 @@ impl Session {
     /// Selects PLUT for this session's transfers, with datagrams sized to the path MTU and the
     /// sender's NIC rate `rate` (bytes/s; default 10 Gb/s).
     pub(super) fn ready_plut(&mut self, rate: Option<u64>) -> Result<params::Params, XferError> {
+        let (p, ahead) = self.select_plut(rate)?;
+        self.replies_ahead(&ahead)?;
+        Ok(p)
+    }
+
+    /// As [`Session::ready_plut`], without waiting: the `OPTS` it sent (if the session had not
+    /// switched yet) is returned, for [`Session::replies_ahead`] to read its reply once the
+    /// transfer's own commands are on their way.
+    fn select_plut(
+        &mut self,
+        rate: Option<u64>,
+    ) -> Result<(params::Params, Vec<Command>), XferError> {
         if let Some(p) = self.plut {
-            return Ok(p);
+            return Ok((p, Vec::new()));
         }
         if haul_proto::nested::is_nested(&self.url.path) {
             return Err(XferError::Usage(
@@ -56,12 +68,35 @@ impl Session {
             mds,
             rate: rate.map_or(params::DEFAULT_RATE, |r| r as f64),
         };
-        self.ctl.ok(&Command::Opts {
+        let opts = Command::Opts {
             command: "HAUL".into(),
             options: params::format_opts(&p),
-        })?;
+        };
+        self.ctl.send(&opts)?;
+        // Accepted or not, the session is switched from here on: a refusal ends it.
         self.plut = Some(p);
-        Ok(p)
+        Ok((p, vec![opts]))
+    }
+
+    /// Reads the replies to `sent`, commands written ahead of the current one, in order: each
+    /// must succeed. On a failure the replies to what was sent after it are still due, so the
+    /// session is closed rather than reused.
+    fn replies_ahead(&mut self, sent: &[Command]) -> Result<(), XferError> {
+        for cmd in sent {
+            let r = self.ctl.final_reply(&mut |_| {});
+            match r {
+                Ok(r) if r.is_success() => {}
+                Ok(r) => {
+                    self.abandoned = true;
+                    return Err(XferError::from_reply(&self.ctl.name, cmd, &r));
+                }
+                Err(e) => {
+                    self.abandoned = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Downloads `items` one at a time over PLUT.
@@ -70,20 +105,23 @@ impl Session {
         items: &[GetItem<'_>],
         rate: Option<u64>,
     ) -> Result<Vec<ItemResult>, XferError> {
-        let p = self.ready_plut(rate)?;
+        let (p, mut ahead) = self.select_plut(rate)?;
         let mut results = Vec::with_capacity(items.len());
         for item in items {
-            results.push(self.get_plut_item(item, &p, &|| {})?);
+            results.push(self.get_plut_item(item, &p, std::mem::take(&mut ahead), &|| {})?);
         }
+        self.replies_ahead(&ahead)?;
         Ok(results)
     }
 
-    /// Downloads one item over PLUT (the session switched already), calling `started` on the
-    /// server's 150, before any byte.
+    /// Downloads one item over PLUT, calling `started` on the server's 150, before any byte.
+    /// `ahead` were sent before (the `OPTS` that switched the session): their replies are
+    /// read after this item's commands are sent, so one round trip covers them all.
     pub(super) fn get_plut_item(
         &mut self,
         item: &GetItem<'_>,
         p: &params::Params,
+        mut ahead: Vec<Command>,
         started: &dyn Fn(),
     ) -> Result<ItemResult, XferError> {
         let tuning = Tuning {
@@ -106,15 +144,18 @@ impl Session {
         let addr = sock
             .local_addr()
             .map_err(|e| XferError::io("PLUT socket", e))?;
-        self.ctl.ok(&plut_cmd(format!(
+        let port = plut_cmd(format!(
             "PORT {} {session:016x}",
             hostport::format_port(&addr)
-        )))?;
+        ));
+        self.ctl.send(&port)?;
+        ahead.push(port);
         let retr = retr_of(item);
         self.ctl.send(&retr)?;
         if let Some((alg, _)) = item.cksm {
             self.ctl.send(&cksm_of(alg, &item.path))?;
         }
+        self.replies_ahead(&ahead)?;
         let r = self.ctl.final_reply(&mut |_| {})?;
         if !r.is_preliminary() {
             return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
@@ -164,28 +205,34 @@ impl Session {
         items: &[PutItem<'_>],
         rate: Option<u64>,
     ) -> Result<Vec<ItemResult>, XferError> {
-        let p = self.ready_plut(rate)?;
+        let (p, mut ahead) = self.select_plut(rate)?;
         let tuning = Tuning {
             idle_timeout: self.data_timeout,
             ..Tuning::default()
         };
         let mut results = Vec::with_capacity(items.len());
         for item in items {
+            // PASV, STOR and CKSM (and the session's OPTS) go in one round trip.
             let session: u64 = rand::random();
-            let r = self
-                .ctl
-                .expect(&plut_cmd(format!("PASV {session:016x} {}", item.len)), 227)?;
+            let pasv = plut_cmd(format!("PASV {session:016x} {}", item.len));
+            self.ctl.send(&pasv)?;
+            let stor = Command::Stor(item.path.clone());
+            self.ctl.send(&stor)?;
+            if let Some(alg) = item.cksm {
+                self.ctl.send(&cksm_of(alg, &item.path))?;
+            }
+            self.replies_ahead(&std::mem::take(&mut ahead))?;
+            let r = self.ctl.final_reply(&mut |_| {})?;
+            if r.code != 227 {
+                self.abandoned = true;
+                return Err(XferError::from_reply(&self.ctl.name, &pasv, &r));
+            }
             let offered =
                 hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
                     host: self.ctl.name.clone(),
                     reply: r.to_string(),
                 })?;
             let peer = self.data_addr(offered);
-            let stor = Command::Stor(item.path.clone());
-            self.ctl.send(&stor)?;
-            if let Some(alg) = item.cksm {
-                self.ctl.send(&cksm_of(alg, &item.path))?;
-            }
             let r = self.ctl.final_reply(&mut |_| {})?;
             if !r.is_preliminary() {
                 return Err(XferError::from_reply(&self.ctl.name, &stor, &r));

@@ -103,7 +103,7 @@ impl Session {
             cksm: None,
             progress,
         };
-        self.get_plut_item(&item, &p, started).map(drop)
+        self.get_plut_item(&item, &p, Vec::new(), started).map(drop)
     }
 
     /// Stores `path` (after `REST` with `restart`, when given) with `p`'s streams: `started` is

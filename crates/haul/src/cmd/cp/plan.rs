@@ -64,6 +64,7 @@ pub(super) fn options(args: &Args, tls: Option<ClientTls>) -> anyhow::Result<Opt
                 tcp_buffer: args.relay_tcp_buffer,
             },
         ),
+        spare: Default::default(),
     })
 }
 
@@ -105,6 +106,7 @@ pub(super) fn plan_options(args: &Args, opts: &Options) -> PlanOptions {
         },
         mkdir: args.mkdir,
         data_timeout: Some(opts.data_timeout),
+        spare: opts.spare.clone(),
     }
 }
 
