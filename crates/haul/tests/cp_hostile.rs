@@ -367,3 +367,24 @@ fn a_server_that_never_connects_times_out() {
         started.elapsed()
     );
 }
+
+/// One file, TCP or PLUT, logs in once: the session the planner opened to look at the source
+/// carries the transfer too, instead of a second login (seven round trips on a long path).
+#[test]
+fn one_file_logs_in_once() {
+    for flags in [
+        &["--no-verify"][..],
+        &["--no-verify", "--transport", "plut"][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = random_bytes(100_000, 3);
+        let srv = hostile::start(Config {
+            plut: true,
+            ..Config::serving("/f", &data)
+        });
+        let (out, dst) = fetch(&srv, flags, dir.path(), "f");
+        assert!(out.status.success(), "{flags:?}: {}", stderr(&out));
+        assert!(fs::read(&dst).unwrap() == data, "{flags:?}: bytes differ");
+        assert_eq!(srv.log().logins, 1, "{flags:?}: logins");
+    }
+}

@@ -78,6 +78,8 @@ pub struct Log {
     pub stored: BTreeMap<String, Vec<u8>>,
     /// MLSD commands answered.
     pub listings: usize,
+    /// Logins (PASS commands answered).
+    pub logins: usize,
 }
 
 /// A running hostile server; its threads end with the test process.
@@ -211,7 +213,10 @@ impl Conn {
             let arg = arg.trim().to_string();
             match verb.to_ascii_uppercase().as_str() {
                 "USER" => self.reply("331 password please")?,
-                "PASS" => self.reply("230 logged in")?,
+                "PASS" => {
+                    self.log.lock().unwrap().logins += 1;
+                    self.reply("230 logged in")?
+                }
                 "FEAT" if self.cfg.plut => {
                     self.reply("211-Features:\r\n CKSM MD5\r\n PLUT 1\r\n211 End")?
                 }
