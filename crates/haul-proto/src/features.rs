@@ -17,6 +17,8 @@ pub struct Features {
     pub auth_tls: bool,
     /// PLUT data channels are offered (`PLUT 1`).
     pub plut: bool,
+    /// The server's PLUT takes a starting rate in `OPTS HAUL` (`PLUT 1;START`).
+    pub plut_start: bool,
     /// The server relays commands on nested URLs and answers `SITE RELAY FEAT` (`RELAY`).
     pub relay: bool,
     /// The server shares its throughput predictions with `SITE BTC` (`BTC`).
@@ -32,7 +34,12 @@ impl Features {
             let (name, rest) = l.split_once(' ').unwrap_or((l, ""));
             match name.to_ascii_uppercase().as_str() {
                 "HAUL" => f.haul = true,
-                "PLUT" => f.plut = true,
+                "PLUT" => {
+                    f.plut = true;
+                    f.plut_start = rest
+                        .split(';')
+                        .any(|w| w.trim().eq_ignore_ascii_case("START"));
+                }
                 "DTOK" => f.dtok = true,
                 "RELAY" => f.relay = true,
                 "BTC" => f.btc = true,
@@ -80,6 +87,10 @@ mod tests {
         );
         let f = Features::parse(&r);
         assert!(f.haul && f.plut && f.dtok && f.relay && f.btc && f.auth_tls);
+        assert!(!f.plut_start, "PLUT 1 alone takes no starting rate");
+        let r = Reply::multi(211, vec!["x".into(), " PLUT 1;START".into(), "End.".into()]);
+        let g = Features::parse(&r);
+        assert!(g.plut && g.plut_start);
         assert_eq!(f.cksm, ["MD5", "ADLER32", "CRC32C"]);
         assert!(f.has_cksm("adler32") && !f.has_cksm("sha1"));
     }

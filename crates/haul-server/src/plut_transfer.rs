@@ -208,7 +208,7 @@ impl Session<'_> {
         let Some(p) = self.plut.params else {
             return self.ctl.reply(503, "PLUT not selected.");
         };
-        let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+        let cfg = p.config(session, BUFFER_BYTES);
         let tuning = self.plut_tuning();
         // A whole file whose checksum the client asks for next: hash it as it is sent, as
         // over TCP, rather than reading it again for the CKSM after the 226.
@@ -344,7 +344,7 @@ impl Session<'_> {
             self.ctl.reply(503, "PLUT not selected.")?;
             return Ok(false);
         };
-        let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+        let cfg = p.config(session, BUFFER_BYTES);
         let tuning = self.plut_tuning();
         self.ctl
             .reply(150, format!("Beginning PLUT transfer of {len} bytes."))?;

@@ -11,6 +11,7 @@ fn opts_text() -> impl Strategy<Value = String> {
         Just("Transport"),
         Just("mds"),
         Just("Rate"),
+        Just("start"),
         Just("TRANSPORT"),
         Just("Foo")
     ];
@@ -32,8 +33,12 @@ fn opts_text() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
-    fn opts_round_trip(mds in 548usize..=MAX_MDS, rate in 1_000_000u64..1 << 50) {
-        let p = Params { mds, rate: rate as f64 };
+    fn opts_round_trip(
+        mds in 548usize..=MAX_MDS,
+        rate in 1_000_000u64..1 << 50,
+        start in proptest::option::of(1_000_000u64..1 << 50),
+    ) {
+        let p = Params { mds, rate: rate as f64, start: start.map(|s| s as f64) };
         prop_assert_eq!(parse_opts(&format_opts(&p)), Ok(Some(p)));
     }
 
@@ -45,6 +50,7 @@ proptest! {
             Ok(Some(p)) => {
                 prop_assert!((548..=MAX_MDS).contains(&p.mds), "mds {}", p.mds);
                 prop_assert!(p.rate >= 1e6 && p.rate.fract() == 0.0, "rate {}", p.rate);
+                prop_assert!(p.start.is_none_or(|s| s >= 1e6 && s.fract() == 0.0));
                 prop_assert_eq!(parse_opts(&format_opts(&p)), Ok(Some(p)));
             }
             Ok(None) => prop_assert!(s.to_ascii_lowercase().contains("transport=tcp")),

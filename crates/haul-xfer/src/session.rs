@@ -74,6 +74,8 @@ pub struct Session {
     pasv_address: PasvAddress,
     /// PLUT parameters once `OPTS HAUL Transport=plut` was accepted.
     plut: Option<haul_transport::plut::params::Params>,
+    /// The rate PLUT's sender starts from, bytes/s, when history knows one for this path.
+    plut_start: Option<u64>,
     /// Set when [`Session::get_many`] left a pipeline early: replies to commands already sent
     /// are still due, so the control connection can only be closed.
     abandoned: bool,
@@ -207,6 +209,7 @@ impl Session {
             data_timeout: DEFAULT_DATA_TIMEOUT,
             pasv_address: pasv,
             plut: None,
+            plut_start: None,
             abandoned: false,
             token: None,
             stack: NetStack::Tcp,
@@ -371,6 +374,12 @@ impl Session {
         // The 221 carries nothing a client needs, and waiting for it would add a round trip
         // to the end of every copy; the server ends the session on QUIT or on the close.
         let _ = self.ctl.send(&Command::Quit);
+    }
+
+    /// PLUT flows of this session start at `bytes_per_s` (from the path's history) rather than
+    /// at B/16, where the server takes a starting rate; set before the first PLUT transfer.
+    pub fn set_plut_start(&mut self, bytes_per_s: Option<u64>) {
+        self.plut_start = bytes_per_s;
     }
 
     /// True when the session can carry further commands (no pipeline was left with replies

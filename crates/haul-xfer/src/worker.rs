@@ -58,6 +58,7 @@ fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
         None => Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?,
     };
     s.set_data_timeout(ctx.opts().data_timeout);
+    s.set_plut_start(ctx.opts().plut_start);
     if let Some(stack) = ctx.opts().transport.net_stack() {
         s.set_net_stack(stack)?;
     }

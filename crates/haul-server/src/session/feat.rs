@@ -54,7 +54,7 @@ impl Session<'_> {
             "MLSD".to_string(),
             format!("CKSM {algs}"),
             "HAUL 1".to_string(),
-            "PLUT 1".to_string(),
+            "PLUT 1;START".to_string(),
             "DTOK".to_string(),
         ];
         if self.shared.cfg.relay.is_some() {

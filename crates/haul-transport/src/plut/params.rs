@@ -9,6 +9,20 @@ pub struct Params {
     pub mds: usize,
     /// NIC rate B of the sender, bytes/s (the pacer never exceeds it).
     pub rate: f64,
+    /// The rate the sender's controller starts from, bytes/s (at most B), when the client
+    /// knows one from its history of the path (`Start=`); None starts at B/16.
+    pub start: Option<f64>,
+}
+
+impl Params {
+    /// The PLUT configuration of one flow: [`super::config`], starting at `start` when given.
+    pub fn config(&self, session: u64, buffer_bytes: usize) -> haul_plut::Config {
+        let mut c = super::config(session, self.mds, self.rate, buffer_bytes);
+        if let Some(s) = self.start {
+            c.initial_rate = s.min(self.rate);
+        }
+        c
+    }
 }
 
 /// NIC rate assumed when the client names none: 10 Gb/s.
@@ -16,8 +30,11 @@ pub const DEFAULT_RATE: f64 = 1.25e9;
 
 /// `Transport=plut;Mds=N;Rate=B;` (the argument of `OPTS HAUL`).
 pub fn format_opts(p: &Params) -> String {
+    let start = p
+        .start
+        .map_or(String::new(), |s| format!("Start={};", s.round() as u64));
     format!(
-        "Transport=plut;Mds={};Rate={};",
+        "Transport=plut;Mds={};Rate={};{start}",
         p.mds,
         p.rate.round() as u64
     )
@@ -30,6 +47,7 @@ pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
     let mut p = Params {
         mds: super::DEFAULT_MDS,
         rate: DEFAULT_RATE,
+        start: None,
     };
     for kv in s.split(';').map(str::trim).filter(|kv| !kv.is_empty()) {
         let (k, v) = kv
@@ -55,6 +73,15 @@ pub fn parse_opts(s: &str) -> Result<Option<Params>, String> {
                     .filter(|r| *r >= 1_000_000)
                     .ok_or_else(|| format!("OPTS HAUL Rate={v}: expected bytes/s ≥ 1000000"))?
                     as f64
+            }
+            "start" => {
+                p.start = Some(
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|r| *r >= 1_000_000)
+                        .ok_or_else(|| format!("OPTS HAUL Start={v}: expected bytes/s ≥ 1000000"))?
+                        as f64,
+                )
             }
             _ => return Err(format!("OPTS HAUL option {k} not understood")),
         }
@@ -86,8 +113,28 @@ mod tests {
         let p = Params {
             mds: 8972,
             rate: 125e6,
+            start: None,
         };
         assert_eq!(parse_opts(&format_opts(&p)), Ok(Some(p)));
+        let hinted = Params {
+            start: Some(100e6),
+            ..p
+        };
+        assert_eq!(
+            format_opts(&hinted),
+            "Transport=plut;Mds=8972;Rate=125000000;Start=100000000;"
+        );
+        assert_eq!(parse_opts(&format_opts(&hinted)), Ok(Some(hinted)));
+        assert_eq!(hinted.config(1, 1 << 20).initial_rate, 100e6);
+        assert_eq!(p.config(1, 1 << 20).initial_rate, 125e6 / 16.0);
+        let over = Params {
+            start: Some(500e6),
+            ..p
+        };
+        assert_eq!(over.config(1, 1 << 20).initial_rate, 125e6, "never above B");
+        assert!(parse_opts("Transport=plut;Start=5;")
+            .unwrap_err()
+            .contains("Start=5"));
         assert_eq!(parse_opts("Transport=tcp;"), Ok(None));
         assert!(parse_opts("Transport=plut;Mds=10;")
             .unwrap_err()

@@ -69,6 +69,8 @@ pub struct Options {
     pub transport: Transport,
     /// PLUT only: the sender's NIC rate in bytes/s, its pacing ceiling (None: 10 Gb/s).
     pub plut_rate: Option<u64>,
+    /// PLUT only: the rate in bytes/s the sender starts from (None: B/16 and a probe up).
+    pub plut_start: Option<u64>,
     /// File-size clusters with per-cluster pipelining and parallelism (None: one queue with
     /// `pipeline` and `parallelism` for every file).
     pub clustering: Option<Clustering>,
@@ -103,6 +105,7 @@ impl Default for Options {
             max_rate: None,
             transport: Transport::Tcp,
             plut_rate: None,
+            plut_start: None,
             clustering: None,
             piece: None,
             relay_leg: None,

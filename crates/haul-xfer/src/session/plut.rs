@@ -67,6 +67,11 @@ impl Session {
         let p = params::Params {
             mds,
             rate: rate.map_or(params::DEFAULT_RATE, |r| r as f64),
+            // Servers that do not say they take a starting rate would refuse the key.
+            start: self
+                .plut_start
+                .filter(|_| self.ctl.features.plut_start)
+                .map(|s| s as f64),
         };
         let opts = Command::Opts {
             command: "HAUL".into(),
@@ -161,7 +166,7 @@ impl Session {
             return Err(XferError::from_reply(&self.ctl.name, &retr, &r));
         }
         started();
-        let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+        let cfg = p.config(session, BUFFER_BYTES);
         // Hash our copy as its prefix grows, as over TCP.
         let finished = std::sync::atomic::AtomicBool::new(false);
         let prefix = || item.progress.prefix();
@@ -239,7 +244,7 @@ impl Session {
             }
             let sock = plut::bind(SocketAddr::new(self.ctl.local.ip(), 0), &tuning)
                 .map_err(|e| XferError::io("PLUT socket", e))?;
-            let cfg = plut::config(session, p.mds, p.rate, BUFFER_BYTES);
+            let cfg = p.config(session, BUFFER_BYTES);
             let ctl = &mut self.ctl;
             let (reply, sent) = std::thread::scope(|s| {
                 let h = s.spawn(|| {

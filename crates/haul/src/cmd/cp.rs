@@ -57,6 +57,13 @@ pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
     let tls = plan::client_tls(&args, &src, &dst)?;
     let mut opts = plan::options(&args, tls)?;
     opts.clustering = plan::clustering(&args, &src, &dst, &opts);
+    opts.plut_start = plan::plut_start(&args, &src, &dst, &opts);
+    if let Some(s) = opts.plut_start {
+        tracing::info!(
+            start_bps = s * 8,
+            "PLUT starts from the rate history gives this path"
+        );
+    }
     let started_at = report::now_unix();
     let tune = args.tune.then(|| watch::tune_config(&args, &src, &dst));
     let mut tuning = Vec::new();

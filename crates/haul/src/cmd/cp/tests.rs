@@ -54,3 +54,79 @@ fn auto_pieces_only_when_few_files_are_big() {
         "small files do not count"
     );
 }
+
+/// PLUT starts from the path's history: 90 % of the median over the second half of the latest
+/// PLUT copy between the same ends; nothing for TCP, another server, or an empty history.
+#[test]
+fn plut_starts_from_the_latest_plut_copy_of_the_same_path() {
+    use haul_store::{Outcome, Params, Sample, Store, TransferRecord};
+    use haul_xfer::Endpoint;
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("h.sqlite");
+    let words = |t: &str| {
+        let h = hist.to_str().unwrap().to_string();
+        super::args_from([
+            "--transport",
+            t,
+            "--history",
+            &h,
+            "ftp://dtn:2811/f",
+            "/tmp/x",
+        ])
+        .unwrap()
+    };
+    let (src, dst) = (
+        Endpoint::parse("ftp://dtn:2811/f").unwrap(),
+        Endpoint::parse("/tmp/x").unwrap(),
+    );
+    let start = |t: &str| {
+        let args = words(t);
+        let opts = super::plan::options(&args, None).unwrap();
+        super::plan::plut_start(&args, &src, &dst, &opts)
+    };
+    assert_eq!(start("plut"), None, "empty history");
+    let mut store = Store::open(&hist).unwrap();
+    let rec = |host: &str, transport: &str, rates: &[f64]| TransferRecord {
+        id: None,
+        kind: "cp".into(),
+        started_at: crate::cmd::now_unix() - 60.0,
+        duration_s: rates.len() as f64,
+        source: format!("ftp://{host}/f"),
+        destination: "/tmp/x".into(),
+        source_host: host.into(),
+        destination_host: haul_overlay::gather::LOCAL.into(),
+        params: Params {
+            transport: Some(transport.into()),
+            ..Params::default()
+        },
+        files: 1,
+        bytes: 1,
+        outcome: Outcome::Ok,
+        error: None,
+        samples: rates
+            .iter()
+            .enumerate()
+            .map(|(i, &bps)| Sample {
+                t_s: i as f64 + 1.0,
+                bytes: (bps / 8.0) as u64,
+                bps,
+            })
+            .collect(),
+    };
+    // Ramp-up in the first half is ignored; the second half's median is 900 Mbit/s.
+    store
+        .insert(&rec(
+            "dtn:2811",
+            "plut",
+            &[60e6, 300e6, 700e6, 880e6, 900e6, 950e6],
+        ))
+        .unwrap();
+    store
+        .insert(&rec("other:2811", "plut", &[100e6, 100e6]))
+        .unwrap();
+    store
+        .insert(&rec("dtn:2811", "tcp", &[10e6, 10e6]))
+        .unwrap();
+    assert_eq!(start("plut"), Some((0.9 * 900e6 / 8.0) as u64));
+    assert_eq!(start("tcp"), None, "not for TCP");
+}
