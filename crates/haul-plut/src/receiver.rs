@@ -44,6 +44,8 @@ pub struct Receiver {
     goodput: u64,
     goodput_window: Nanos,
     losses: Vec<(u64, u64)>,
+    /// The file's last datagram has arrived: what is missing is all the sender has left.
+    tail: bool,
     stats: ReceiverStats,
 }
 
@@ -74,6 +76,7 @@ impl Receiver {
             goodput: 0,
             goodput_window: 0,
             losses: Vec::new(),
+            tail: false,
             stats: ReceiverStats::default(),
         })
     }
@@ -160,6 +163,14 @@ impl Receiver {
             self.interval_start = now;
             self.window_start = now;
             self.next_ack = Some(now + self.interval_ns());
+        }
+        // In the tail (the last datagram arrived) the sender has nothing new to send: it waits
+        // for the loss report, so that comes within a quarter RTT of each arrival rather than
+        // a whole ACK interval (up to 1.5 RTT) later, at every round of retransmission.
+        self.tail |= h.seq + 1 == self.count;
+        if self.tail {
+            let soon = now + self.rtt / 4;
+            self.next_ack = Some(self.next_ack.map_or(soon, |t| t.min(soon)));
         }
         if self.is_complete() {
             self.pending = Some(AckKind::Nxt);
@@ -354,5 +365,45 @@ mod tests {
         assert_eq!(ack.header.goodput, expect);
         assert_eq!(ack.header.echo_ts, 50_000);
         assert_eq!(ack.header.echo_delay_us, 150_000);
+    }
+
+    /// Once the file's last datagram has arrived with holes before it, the loss report is due
+    /// within a quarter RTT, not at the end of the ACK interval.
+    #[test]
+    fn the_tail_is_reported_within_a_quarter_rtt() {
+        let cfg = Config::default();
+        let payload = cfg.payload();
+        let total = 100 * payload as u64;
+        let mut r = Receiver::new(cfg.clone(), total).expect("config");
+        let mut sink = Vec::new();
+        let mut buf = vec![0u8; cfg.mds];
+        let ms = 1_000_000;
+        let mut send = |r: &mut Receiver, seq: u64, at: u64| {
+            let h = DataHeader {
+                session: 0,
+                seq,
+                offset: seq * payload as u64,
+                timestamp: 0,
+                rtt_us: 100_000,
+                len: payload as u16,
+                retransmit: false,
+            };
+            h.encode(&mut buf).expect("encode");
+            r.handle_datagram(at, &buf[..DATA_HEADER_LEN + payload], &mut sink)
+                .expect("sink");
+        };
+        // Datagram 50 is lost; 0..=98 arrive 0.1 ms apart.
+        for seq in (0..99u64).filter(|&s| s != 50) {
+            send(&mut r, seq, seq * ms / 10);
+        }
+        let before_tail = r.poll_timeout().expect("an ACK is scheduled");
+        assert!(before_tail >= 100 * ms, "a whole interval before the tail");
+        send(&mut r, 99, 10 * ms);
+        let due = r.poll_timeout().expect("an ACK is scheduled");
+        assert!(due <= 10 * ms + 25 * ms, "due at {due} ns");
+        r.handle_timeout(due);
+        let n = r.poll_transmit(due, &mut buf).expect("ack").expect("due");
+        assert!(matches!(Datagram::parse(&buf[..n]), Ok(Datagram::Ack(_))));
+        assert!(!r.is_complete());
     }
 }
