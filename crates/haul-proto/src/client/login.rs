@@ -74,14 +74,18 @@ enum Step {
 /// In: the replies the driver reads ([`Login::handle_reply`]) and the end of the TLS
 /// handshake ([`Login::tls_established`]). Out: the next command to write
 /// ([`Login::poll_transmit`]), actions ([`Login::poll_action`]), and at the end the server's
-/// [`Features`]. One command is outstanding at a time; 111 / 112 markers are skipped after the
-/// greeting.
+/// [`Features`]. One command is outstanding at a time, but for `TYPE I`, which goes out with
+/// `FEAT` (any server takes both once logged in, and it saves a round trip); 111 / 112 markers
+/// are skipped after the greeting.
 pub struct Login {
     user: String,
     pass: String,
     tls: bool,
     step: Step,
-    transmit: Option<Command>,
+    /// Commands due to be written, in order (`FEAT` and `TYPE I` go together).
+    transmit: std::collections::VecDeque<Command>,
+    /// Commands written whose final replies have not been read yet.
+    in_flight: usize,
     action: Option<Action>,
     features: Features,
 }
@@ -105,7 +109,8 @@ impl Login {
             pass: pass.into(),
             tls,
             step: Step::Greeting,
-            transmit: None,
+            transmit: Default::default(),
+            in_flight: 0,
             action: None,
             features: Features::default(),
         }
@@ -113,7 +118,9 @@ impl Login {
 
     /// The next command to write, if one is due.
     pub fn poll_transmit(&mut self) -> Option<Command> {
-        self.transmit.take()
+        let c = self.transmit.pop_front();
+        self.in_flight += usize::from(c.is_some());
+        c
     }
 
     /// The next action for the driver, if one is due.
@@ -155,7 +162,7 @@ impl Login {
         let res = self.step_on(r);
         if res.is_err() {
             self.step = Step::Failed;
-            self.transmit = None;
+            self.transmit.clear();
             self.action = None;
         }
         res
@@ -163,9 +170,12 @@ impl Login {
 
     fn step_on(&mut self, r: Reply) -> Result<(), LoginError> {
         // A reply to a command not yet written, or during the TLS handshake, answers nothing.
-        let waiting = self.transmit.is_none() && self.action.is_none();
+        let waiting = (self.step == Step::Greeting || self.in_flight > 0) && self.action.is_none();
         if waiting && self.command_of(self.step).is_some() && matches!(r.code, 111 | 112) {
             return Ok(());
+        }
+        if waiting && self.step != Step::Greeting && r.code >= 200 {
+            self.in_flight -= 1;
         }
         match self.step {
             _ if !waiting => Err(LoginError::Unexpected(r)),
@@ -197,7 +207,8 @@ impl Login {
                 if r.code == 211 {
                     self.features = Features::parse(&r);
                 }
-                self.enter(Step::Type);
+                // `TYPE I` went out with `FEAT` (queued by `enter`): one round trip for both.
+                self.step = Step::Type;
                 Ok(())
             }
             Step::Type => self.expect(r, 200, Step::Done),
@@ -218,7 +229,10 @@ impl Login {
     /// Enters `step`, queueing its command or action.
     fn enter(&mut self, step: Step) {
         self.step = step;
-        self.transmit = self.command_of(step);
+        self.transmit.extend(self.command_of(step));
+        if step == Step::Feat {
+            self.transmit.extend(self.command_of(Step::Type));
+        }
         if step == Step::Handshake {
             self.action = Some(Action::StartTls);
         }
