@@ -267,19 +267,8 @@ fn enlarge_buffers(s: &UdpSocket, bytes: usize) {
         (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
     ] {
-        let set = |opt| {
-            // SAFETY: valid fd and an int option value.
-            unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&v as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            }
-        };
-        if set(force) != 0 && set(plain) != 0 {
+        let set = |opt| crate::socket::set_int(s, libc::SOL_SOCKET, opt, v).is_ok();
+        if !set(force) && !set(plain) {
             tracing::debug!(bytes, "PLUT socket buffer not enlarged");
         }
     }

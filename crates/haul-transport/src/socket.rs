@@ -66,7 +66,12 @@ impl TcpOptions {
 }
 
 /// `setsockopt` with a raw value.
-fn setsockopt(s: &Socket, level: libc::c_int, name: libc::c_int, val: &[u8]) -> io::Result<()> {
+fn setsockopt(
+    s: &impl AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: &[u8],
+) -> io::Result<()> {
     // SAFETY: `val` is a valid buffer of the given length for the duration of the call.
     let rc = unsafe {
         libc::setsockopt(
@@ -105,22 +110,22 @@ pub const NOTSENT_LOWAT: u32 = 1 << 20;
 
 /// Caps a data socket's unsent backlog at [`NOTSENT_LOWAT`].
 pub fn limit_unsent(s: &TcpStream) -> io::Result<()> {
-    let v: libc::c_int = NOTSENT_LOWAT as libc::c_int;
-    // SAFETY: a valid socket fd and a c_int option value of the stated size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            (&v as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int(
+        s,
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        NOTSENT_LOWAT as libc::c_int,
+    )
+}
+
+/// Sets the `int` socket option `level` / `name` of `s` to `v`.
+pub fn set_int(
+    s: &impl AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    setsockopt(s, level, name, &v.to_ne_bytes())
 }
 
 /// Opens a data connection to `addr` with the given socket buffer size (None: kernel autotuning).

@@ -5,34 +5,20 @@
 
 use std::fs::File;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, Stats, Tuning};
+use haul_transport::socket::set_int;
 use rand::{Rng, SeedableRng};
 
 const RATE: f64 = 1.25e9;
 
-fn set_int(sock: &UdpSocket, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
-    // SAFETY: valid fd and an int option value of the right length.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
-}
-
 /// Whether this kernel offers UDP GSO and GRO (Linux 4.18 and 5.0 on).
 fn offered() -> bool {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let on = set_int(&s, libc::SOL_UDP, libc::UDP_SEGMENT, 0)
-        && set_int(&s, libc::SOL_UDP, libc::UDP_GRO, 1);
+    let on = set_int(&s, libc::SOL_UDP, libc::UDP_SEGMENT, 0).is_ok()
+        && set_int(&s, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
     if !on {
         eprintln!("skipped: this kernel offers no UDP GSO / GRO");
     }
@@ -57,7 +43,7 @@ fn transfer(len: usize, mds: usize, offload: bool, refuse_gso: bool) -> (Stats, 
     let rx = plut::bind("127.0.0.1:0".parse().unwrap(), &tuning).unwrap();
     let tx = plut::bind("127.0.0.1:0".parse().unwrap(), &tuning).unwrap();
     if refuse_gso {
-        assert!(set_int(&tx, libc::SOL_SOCKET, libc::SO_NO_CHECK, 1));
+        set_int(&tx, libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).expect("SO_NO_CHECK");
     }
     let addr = rx.local_addr().unwrap();
     let (pr, ps) = (Progress::default(), Progress::default());

@@ -11,6 +11,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
 use super::batch::from_storage;
+use crate::socket::set_int;
 
 /// `SO_TIMESTAMPNS` (`SO_TIMESTAMPNS_OLD`, a 64-bit `timespec` on these targets); the `libc`
 /// crate does not export it for Linux.
@@ -61,27 +62,12 @@ pub(super) struct RecvBatch {
 // rebuilt before every system call; a `RecvBatch` is used by one thread at a time.
 unsafe impl Send for RecvBatch {}
 
-/// Sets an int socket option; true on success.
-fn set_int(sock: &UdpSocket, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
-    // SAFETY: valid fd and an int option value of the right length.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
-}
-
 impl RecvBatch {
     /// Buffers for `count` messages on `sock`: datagrams of up to `mds` bytes each or, when
     /// `gro` is asked for and the kernel turns it on, coalesced runs of up to 64 KiB each.
     pub(super) fn new(sock: &UdpSocket, mds: usize, count: usize, gro: bool) -> RecvBatch {
         let count = count.max(1);
-        let gro = gro && set_int(sock, libc::SOL_UDP, libc::UDP_GRO, 1);
+        let gro = gro && set_int(sock, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
         let size = if gro { GRO_BUFFER } else { mds.max(1) };
         let per = if gro { GRO_MAX_SEGMENTS } else { 1 };
         // SAFETY: all-zero is a valid iovec (null base, zero length).
@@ -114,7 +100,7 @@ impl RecvBatch {
             any(target_arch = "x86_64", target_arch = "aarch64")
         ))]
         {
-            self.timestamps = set_int(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1);
+            self.timestamps = set_int(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1).is_ok();
         }
         let _ = sock;
         self.timestamps

@@ -37,18 +37,7 @@ fn refused(e: &io::Error) -> bool {
 /// Whether `sock` accepts the `UDP_SEGMENT` option at all (`ENOPROTOOPT` before Linux 4.18).
 /// Setting it to 0 leaves the socket's own default off; the size goes with every send.
 fn kernel_offers_gso(sock: &UdpSocket) -> bool {
-    let zero: libc::c_int = 0;
-    // SAFETY: valid fd and an int option value of the right length.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            (&zero as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
+    crate::socket::set_int(sock, libc::SOL_UDP, libc::UDP_SEGMENT, 0).is_ok()
 }
 
 /// Datagram slots of up to `mds` bytes and the `mmsghdr` array that sends them.

@@ -4,7 +4,6 @@
 //! the kernel refuses downgrades to plain datagrams and loses none; the switch turns both off.
 
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use haul_plut::wire::DataHeader;
@@ -91,18 +90,7 @@ fn round_trip(n: usize, len: u64, gro: bool, refuse_gso: bool) -> (SendBatch, Re
     let (tx, rx) = pair();
     if refuse_gso {
         // The kernel refuses a GSO send with EINVAL on a socket without UDP checksums.
-        let on: libc::c_int = 1;
-        // SAFETY: valid fd and an int option value.
-        let r = unsafe {
-            libc::setsockopt(
-                tx.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_NO_CHECK,
-                (&on as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0, "SO_NO_CHECK");
+        crate::socket::set_int(&tx, libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).expect("SO_NO_CHECK");
     }
     // GRO is on before anything arrives: the kernel splits what it queued without it.
     let mut inb = RecvBatch::new(&rx, DEFAULT_MDS, 8, gro);
