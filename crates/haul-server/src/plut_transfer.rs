@@ -15,7 +15,7 @@ use haul_transport::io::{Null, Sink, Source, Zero};
 use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, params, Tuning};
 
-use crate::session::{fs_error, FileId, KnownDigest, Session};
+use crate::session::{fs_error, FileId, Session};
 use crate::upload::lock_exclusive;
 use crate::vfs::Target;
 
@@ -210,14 +210,8 @@ impl Session<'_> {
         };
         let cfg = p.config(session, BUFFER_BYTES);
         let tuning = self.plut_tuning();
-        // A whole file whose checksum the client asks for next: hash it as it is sent, as
-        // over TCP, rather than reading it again for the CKSM after the 226.
-        let hash = match id {
-            Some(id) if eret.is_none() && id.settled() => {
-                self.pipelined_cksm(&virt).map(|alg| (alg, id))
-            }
-            _ => None,
-        };
+        // As over TCP: hashed as it is sent, not read again for the CKSM after the 226.
+        let hash = self.hash_as_sent(&virt, id, eret.is_none());
         let hashing = hash.map(|(alg, _)| HashingSource::new(src, alg));
         let src: &dyn Source = match &hashing {
             Some(h) => h,
@@ -246,16 +240,8 @@ impl Session<'_> {
         match result {
             Ok(stats) => {
                 tracing::info!(path = %virt, len, ?stats, "PLUT send done");
-                if let (Some(h), Some((alg, id))) = (hashing, hash) {
-                    if let Some((hex, chunks)) = h.finish_full(len) {
-                        self.known_digest = Some(KnownDigest {
-                            virt,
-                            alg,
-                            id,
-                            hex,
-                            chunks,
-                        });
-                    }
+                if let (Some(h), Some(hash)) = (hashing, hash) {
+                    self.remember_sent_digest(virt, hash, h, len);
                 }
                 self.ctl.reply(226, "Transfer Complete.")
             }

@@ -371,28 +371,49 @@ impl Session<'_> {
             Some(Restart::Offset(o)) => vec![(o.min(n), n)],
             Some(Restart::Ranges(r)) => r.missing(n),
         };
-        // A whole file whose checksum the client asks for next: hash the bytes as they are
-        // sent, rather than reading the file again for the CKSM.
-        let hash = match (whole, id) {
-            (true, Some(id)) if id.settled() => self.pipelined_cksm(&virt).map(|alg| (alg, id)),
-            _ => None,
-        };
-        let Some((alg, id)) = hash else {
+        let Some(hash) = self.hash_as_sent(&virt, id, whole) else {
             return self.send_source(src, ranges).map(drop);
         };
-        let hashing = HashingSource::new(src, alg);
+        let hashing = HashingSource::new(src, hash.0);
         if self.send_source(&hashing, ranges)? {
-            if let Some((hex, chunks)) = hashing.finish_full(n) {
-                self.known_digest = Some(KnownDigest {
-                    virt,
-                    alg,
-                    id,
-                    hex,
-                    chunks,
-                });
-            }
+            self.remember_sent_digest(virt, hash, hashing, n);
         }
         Ok(())
+    }
+
+    /// What to hash `virt` with as it is sent, rather than reading it again for the `CKSM`:
+    /// when the whole file goes, it has not changed for a while, and the client has already
+    /// queued a `CKSM` of it next.
+    pub(crate) fn hash_as_sent(
+        &mut self,
+        virt: &str,
+        id: Option<FileId>,
+        whole: bool,
+    ) -> Option<(Algorithm, FileId)> {
+        match id {
+            Some(id) if whole && id.settled() => self.pipelined_cksm(virt).map(|alg| (alg, id)),
+            _ => None,
+        }
+    }
+
+    /// Keeps the digest `hashing` computed of the `len` bytes of `virt` as they were sent, for
+    /// the `CKSM` that follows (none unless exactly those bytes were hashed).
+    pub(crate) fn remember_sent_digest(
+        &mut self,
+        virt: String,
+        (alg, id): (Algorithm, FileId),
+        hashing: HashingSource<'_>,
+        len: u64,
+    ) {
+        if let Some((hex, chunks)) = hashing.finish_full(len) {
+            self.known_digest = Some(KnownDigest {
+                virt,
+                alg,
+                id,
+                hex,
+                chunks,
+            });
+        }
     }
 
     /// The algorithm of a `CKSM` of the whole of `virt` that the client has already sent as
