@@ -216,8 +216,7 @@ impl Testbed {
         let dev = self.topo.ifname(i, host);
         let tun = Tun::create(&ns, &dev, self.opts.offload)?;
         let out = if host == l.a { &l.ab } else { &l.ba };
-        let gso = gso_max_size(out, l.rtt(), l.mtu).to_string();
-        netns::ip(&["-n", &ns, "link", "set", "dev", &dev, "gso_max_size", &gso])?;
+        self.bound_offload(i, host, out, l.rtt(), l.mtu)?;
         let mtu = l.mtu.to_string();
         netns::ip(&[
             "-n",
@@ -235,6 +234,20 @@ impl Testbed {
         let addr = format!("{}/24", self.topo.link_addr(i, host));
         netns::ip(&["-n", &ns, "addr", "add", &addr, "dev", &dev])?;
         Ok(Arc::new(tun))
+    }
+
+    /// Sets `gso_max_size` of `host`'s device on link `i`, whose outgoing direction has `out`.
+    fn bound_offload(
+        &self,
+        i: usize,
+        host: &str,
+        out: &DirParams,
+        rtt: f64,
+        mtu: u32,
+    ) -> Result<()> {
+        let gso = gso_max_size(out, rtt, mtu).to_string();
+        let (ns, dev) = (self.ns(host), self.topo.ifname(i, host));
+        netns::ip(&["-n", &ns, "link", "set", "dev", &dev, "gso_max_size", &gso])
     }
 
     /// Adds `host`'s routes to every link subnet it is not on.
@@ -357,18 +370,7 @@ impl Testbed {
         }
         let rtt = p[0].delay + p[1].delay;
         for (host, q) in [(&spec.a, &p[0]), (&spec.b, &p[1])] {
-            let gso = gso_max_size(q, rtt, spec.mtu).to_string();
-            let dev = self.topo.ifname(i, host);
-            netns::ip(&[
-                "-n",
-                &self.ns(host),
-                "link",
-                "set",
-                "dev",
-                &dev,
-                "gso_max_size",
-                &gso,
-            ])?;
+            self.bound_offload(i, host, q, rtt, spec.mtu)?;
         }
         let [pa, pb] = p;
         ab.set_params(pa, rtt, spec.mtu);
