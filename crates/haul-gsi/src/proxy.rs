@@ -1,0 +1,180 @@
+//! Making an RFC 3820 proxy certificate: the initiator's half of delegation, and how tests
+//! build chains. The issuer's subject is copied byte for byte and one CN is appended, so the
+//! new subject is exactly the issuer's plus one CN whatever string types the issuer used (a
+//! re-encoding library could not promise that, nor hold the two CNs a proxy's subject has).
+//! The certificate is an impersonation proxy (policy language id-ppl-inheritAll) with a
+//! critical keyUsage of digitalSignature and keyEncipherment, signed with the issuer's key.
+
+use ring::rand::{SecureRandom, SystemRandom};
+use rustls::pki_types::PrivateKeyDer;
+use rustls::SignatureScheme;
+use x509_parser::prelude::*;
+
+use crate::der::{read_tlv, tlv};
+
+/// A proxy could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The issuer certificate or the request could not be read.
+    #[error("making a proxy: {0}")]
+    Input(String),
+    /// The issuer's key could not sign.
+    #[error("making a proxy: signing: {0}")]
+    Sign(String),
+}
+
+fn seq(parts: &[&[u8]]) -> Vec<u8> {
+    tlv(0x30, &parts.concat())
+}
+
+/// The civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// UTCTime (before 2050) or GeneralizedTime for a Unix time.
+pub(crate) fn time(unix: i64) -> Vec<u8> {
+    let (y, mo, d) = civil(unix.div_euclid(86_400));
+    let s = unix.rem_euclid(86_400);
+    let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
+    if (1950..2050).contains(&y) {
+        let t = format!("{:02}{mo:02}{d:02}{h:02}{mi:02}{se:02}Z", y % 100);
+        tlv(0x17, t.as_bytes())
+    } else {
+        let t = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{se:02}Z");
+        tlv(0x18, t.as_bytes())
+    }
+}
+
+/// What to make.
+#[derive(Debug, Clone)]
+pub struct ProxyRequest<'a> {
+    /// The issuer's certificate (DER): the signer's own leaf.
+    pub issuer: &'a [u8],
+    /// The issuer's private key.
+    pub issuer_key: &'a PrivateKeyDer<'static>,
+    /// The new key's SubjectPublicKeyInfo (DER).
+    pub spki: &'a [u8],
+    /// Validity from (Unix time).
+    pub not_before: i64,
+    /// Validity until (Unix time); cut to the issuer's own end.
+    pub not_after: i64,
+    /// The policy language OID's contents (default: id-ppl-inheritAll).
+    pub language: &'a [u8],
+}
+
+/// id-ppl-inheritAll (1.3.6.1.5.5.7.21.1): an impersonation proxy.
+pub const INHERIT_ALL: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 21, 1];
+
+/// Builds and signs the proxy certificate (DER).
+pub fn make(req: &ProxyRequest<'_>) -> Result<Vec<u8>, ProxyError> {
+    let (_, issuer) =
+        X509Certificate::from_der(req.issuer).map_err(|e| ProxyError::Input(e.to_string()))?;
+    let issuer_name = issuer.subject().as_raw();
+    let (name, _) = read_tlv(issuer_name).ok_or_else(|| ProxyError::Input("issuer name".into()))?;
+    let mut serial = [0u8; 4];
+    SystemRandom::new()
+        .fill(&mut serial)
+        .map_err(|_| ProxyError::Sign("no randomness".into()))?;
+    serial[0] &= 0x7f;
+    let cn = u32::from_be_bytes(serial).to_string();
+    let cn_rdn = tlv(
+        0x31,
+        &seq(&[&tlv(0x06, &[0x55, 0x04, 0x03]), &tlv(0x13, cn.as_bytes())]),
+    );
+    let subject = tlv(0x30, &[name.value, &cn_rdn].concat());
+    let not_after = req.not_after.min(issuer.validity().not_after.timestamp());
+
+    let signing = rustls::crypto::ring::default_provider()
+        .key_provider
+        .load_private_key(req.issuer_key.clone_key())
+        .map_err(|e| ProxyError::Sign(e.to_string()))?;
+    let signer = signing
+        .choose_scheme(&[
+            SignatureScheme::RSA_PKCS1_SHA256,
+            SignatureScheme::ECDSA_NISTP256_SHA256,
+            SignatureScheme::ECDSA_NISTP384_SHA384,
+        ])
+        .ok_or_else(|| ProxyError::Sign("the issuer's key type cannot sign here".into()))?;
+    let alg: Vec<u8> = match signer.scheme() {
+        SignatureScheme::RSA_PKCS1_SHA256 => seq(&[
+            &tlv(0x06, &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 1, 1, 11]),
+            &[0x05, 0x00],
+        ]),
+        SignatureScheme::ECDSA_NISTP256_SHA256 => {
+            seq(&[&tlv(0x06, &[0x2a, 0x86, 0x48, 0xce, 0x3d, 4, 3, 2])])
+        }
+        _ => seq(&[&tlv(0x06, &[0x2a, 0x86, 0x48, 0xce, 0x3d, 4, 3, 3])]),
+    };
+    let pci = seq(&[
+        &tlv(0x06, &[0x2b, 6, 1, 5, 5, 7, 1, 14]),
+        &[0x01, 0x01, 0xff],
+        &tlv(0x04, &seq(&[&seq(&[&tlv(0x06, req.language)])])),
+    ]);
+    let key_usage = seq(&[
+        &tlv(0x06, &[0x55, 0x1d, 0x0f]),
+        &[0x01, 0x01, 0xff],
+        &tlv(0x04, &[0x03, 0x02, 0x05, 0xa0]),
+    ]);
+    let tbs = seq(&[
+        &[0xa0, 0x03, 0x02, 0x01, 0x02],
+        &tlv(0x02, &serial),
+        &alg,
+        issuer_name,
+        &seq(&[&time(req.not_before), &time(not_after)]),
+        &subject,
+        req.spki,
+        &tlv(0xa3, &seq(&[&pci, &key_usage])),
+    ]);
+    let signature = signer
+        .sign(&tbs)
+        .map_err(|e| ProxyError::Sign(e.to_string()))?;
+    let mut bits = vec![0u8];
+    bits.extend_from_slice(&signature);
+    Ok(seq(&[&tbs, &alg, &tlv(0x03, &bits)]))
+}
+
+/// Signs a proxy for the key of the certificate request `csr` (DER), after checking the
+/// request's own signature (Globus's `globus_gsi_proxy_sign_req`): valid from five minutes
+/// ago for `lifetime` seconds.
+pub fn sign_request(
+    csr: &[u8],
+    issuer: &[u8],
+    issuer_key: &PrivateKeyDer<'static>,
+    lifetime: i64,
+) -> Result<Vec<u8>, ProxyError> {
+    let (_, req) = X509CertificationRequest::from_der(csr)
+        .map_err(|e| ProxyError::Input(format!("certificate request: {e}")))?;
+    req.verify_signature()
+        .map_err(|e| ProxyError::Input(format!("certificate request signature: {e}")))?;
+    let now = crate::chain::unix_now();
+    make(&ProxyRequest {
+        issuer,
+        issuer_key,
+        spki: req.certification_request_info.subject_pki.raw,
+        not_before: now - 300,
+        not_after: now + lifetime,
+        language: INHERIT_ALL,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(time(0), tlv(0x17, b"700101000000Z"));
+        assert_eq!(time(951_782_400), tlv(0x17, b"000229000000Z"));
+        assert_eq!(time(2_524_608_000), tlv(0x18, b"20500101000000Z"));
+    }
+}

@@ -1,0 +1,237 @@
+//! The rustls side of GSI: TLS 1.2 only (the Globus GSSAPI exchanges its delegation and flag
+//! bytes right after the handshake, where TLS 1.3's session tickets would interleave), no
+//! session resumption, and peer chains checked by [`crate::chain::verify`] instead of
+//! webpki, which refuses proxy certificates (their proxyCertInfo extension is critical). Host
+//! names are not checked here: the GSS context checks the peer's identity after the handshake,
+//! as Globus does.
+
+use std::sync::Arc;
+
+use ring::signature as sig;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, DistinguishedName, OtherError,
+    ServerConfig, SignatureScheme,
+};
+use x509_parser::prelude::*;
+
+use crate::chain;
+use crate::cred::Credential;
+use crate::trust::TrustStore;
+
+/// The handshake signature schemes offered and accepted.
+const SCHEMES: [SignatureScheme; 8] = [
+    SignatureScheme::RSA_PSS_SHA256,
+    SignatureScheme::RSA_PSS_SHA384,
+    SignatureScheme::RSA_PSS_SHA512,
+    SignatureScheme::RSA_PKCS1_SHA256,
+    SignatureScheme::RSA_PKCS1_SHA384,
+    SignatureScheme::RSA_PKCS1_SHA512,
+    SignatureScheme::ECDSA_NISTP256_SHA256,
+    SignatureScheme::ECDSA_NISTP384_SHA384,
+];
+
+/// How peers are checked: the trust store and the proxy depth limit.
+#[derive(Debug, Clone)]
+pub struct PeerPolicy {
+    /// The trusted CAs.
+    pub trust: Arc<TrustStore>,
+    /// Most proxies accepted in a peer's chain.
+    pub max_proxies: usize,
+}
+
+impl PeerPolicy {
+    /// Checks a presented chain now.
+    pub fn verify(&self, chain: &[&[u8]]) -> Result<chain::Peer, chain::ChainError> {
+        chain::verify(chain, &self.trust, chain::unix_now(), self.max_proxies)
+    }
+
+    fn check(
+        &self,
+        ee: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+    ) -> Result<(), rustls::Error> {
+        let chain: Vec<&[u8]> = std::iter::once(ee.as_ref())
+            .chain(rest.iter().map(|c| c.as_ref()))
+            .collect();
+        self.verify(&chain).map(|_| ()).map_err(|e| {
+            rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(e))))
+        })
+    }
+}
+
+/// Verifies a handshake signature with the public key of `cert`.
+fn verify_signature(
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    let bad = || rustls::Error::InvalidCertificate(CertificateError::BadSignature);
+    let (_, c) = X509Certificate::from_der(cert.as_ref()).map_err(|_| bad())?;
+    let alg: &dyn sig::VerificationAlgorithm = match dss.scheme {
+        SignatureScheme::RSA_PSS_SHA256 => &sig::RSA_PSS_2048_8192_SHA256,
+        SignatureScheme::RSA_PSS_SHA384 => &sig::RSA_PSS_2048_8192_SHA384,
+        SignatureScheme::RSA_PSS_SHA512 => &sig::RSA_PSS_2048_8192_SHA512,
+        SignatureScheme::RSA_PKCS1_SHA256 => &sig::RSA_PKCS1_2048_8192_SHA256,
+        SignatureScheme::RSA_PKCS1_SHA384 => &sig::RSA_PKCS1_2048_8192_SHA384,
+        SignatureScheme::RSA_PKCS1_SHA512 => &sig::RSA_PKCS1_2048_8192_SHA512,
+        SignatureScheme::ECDSA_NISTP256_SHA256 => &sig::ECDSA_P256_SHA256_ASN1,
+        SignatureScheme::ECDSA_NISTP384_SHA384 => &sig::ECDSA_P384_SHA384_ASN1,
+        _ => return Err(bad()),
+    };
+    sig::UnparsedPublicKey::new(alg, &c.public_key().subject_public_key.data)
+        .verify(message, dss.signature())
+        .map(|()| HandshakeSignatureValid::assertion())
+        .map_err(|_| bad())
+}
+
+/// Checks a TLS client's chain (this side accepts).
+#[derive(Debug)]
+struct ClientChecker(PeerPolicy);
+
+impl ClientCertVerifier for ClientChecker {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        ee: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.0
+            .check(ee, rest)
+            .map(|()| ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        SCHEMES.to_vec()
+    }
+}
+
+/// Checks a TLS server's chain (this side initiates).
+#[derive(Debug)]
+struct ServerChecker(PeerPolicy);
+
+impl ServerCertVerifier for ServerChecker {
+    fn verify_server_cert(
+        &self,
+        ee: &CertificateDer<'_>,
+        rest: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.0
+            .check(ee, rest)
+            .map(|()| ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        SCHEMES.to_vec()
+    }
+}
+
+/// Always presents the one credential.
+#[derive(Debug)]
+struct Fixed(Arc<CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for Fixed {
+    fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+impl rustls::client::ResolvesClientCert for Fixed {
+    fn resolve(&self, _hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn certified(cred: &Credential) -> Result<Arc<CertifiedKey>, rustls::Error> {
+    let key = provider()
+        .key_provider
+        .load_private_key(cred.key.clone_key())?;
+    Ok(Arc::new(CertifiedKey::new(cred.chain.clone(), key)))
+}
+
+/// The TLS side of a GSS acceptor presenting `cred`, requiring a client chain `peers` accepts.
+pub fn acceptor_config(
+    cred: &Credential,
+    peers: &PeerPolicy,
+) -> Result<Arc<ServerConfig>, rustls::Error> {
+    let mut cfg = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS12])?
+        .with_client_cert_verifier(Arc::new(ClientChecker(peers.clone())))
+        .with_cert_resolver(Arc::new(Fixed(certified(cred)?)));
+    cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    cfg.send_tls13_tickets = 0;
+    Ok(Arc::new(cfg))
+}
+
+/// The TLS side of a GSS initiator presenting `cred` (None: no client certificate, which a
+/// GSI acceptor refuses) to a server chain `peers` accepts.
+pub fn initiator_config(
+    cred: Option<&Credential>,
+    peers: &PeerPolicy,
+) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS12])?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(ServerChecker(peers.clone())));
+    let mut cfg = match cred {
+        Some(c) => builder.with_client_cert_resolver(Arc::new(Fixed(certified(c)?))),
+        None => builder.with_no_client_auth(),
+    };
+    cfg.resumption = rustls::client::Resumption::disabled();
+    cfg.enable_sni = false;
+    Ok(Arc::new(cfg))
+}
