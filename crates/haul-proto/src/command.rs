@@ -182,8 +182,10 @@ pub enum Command {
         /// The option text after the command.
         options: String,
     },
-    /// AUTH mechanism (RFC 4217).
+    /// AUTH mechanism (RFC 4217; `GSSAPI` for GSI, RFC 2228).
     Auth(String),
+    /// ADAT base64 security token (RFC 2228).
+    Adat(String),
     /// PBSZ size.
     Pbsz(u64),
     /// PROT level.
@@ -294,6 +296,7 @@ impl Command {
             Command::Feat => "FEAT",
             Command::Opts { .. } => "OPTS",
             Command::Auth(_) => "AUTH",
+            Command::Adat(_) => "ADAT",
             Command::Pbsz(_) => "PBSZ",
             Command::Prot(_) => "PROT",
             Command::Sbuf(_) => "SBUF",
@@ -332,6 +335,7 @@ impl fmt::Display for Command {
             | Command::Mdtm(a)
             | Command::Site(a)
             | Command::Auth(a)
+            | Command::Adat(a)
             | Command::Dcau(a) => write!(f, "{v} {a}"),
             Command::Cdup
             | Command::Quit

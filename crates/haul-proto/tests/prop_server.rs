@@ -67,6 +67,7 @@ fn config() -> impl Strategy<Value = LoginConfig> {
         LoginConfig {
             require_tls,
             tls_available,
+            gsi_available: false,
             max_failures: max,
         }
     })

@@ -159,7 +159,10 @@ impl Server {
                         .transfers()
                         .transfer_done(Outcome::Failed("aborted by the client (ABOR)".into()));
                 }
-                ServerAction::StartTls => panic!("no TLS in this harness"),
+                ServerAction::StartTls
+                | ServerAction::StartGss
+                | ServerAction::Adat(_)
+                | ServerAction::ProtectControl => panic!("no TLS or GSI in this harness"),
                 ServerAction::Close => self.closed = true,
             }
         }

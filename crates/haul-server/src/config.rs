@@ -27,6 +27,8 @@ pub struct ServerConfig {
     pub max_sessions_per_user: usize,
     /// Time from connecting to a completed login; then `421` and close.
     pub login_timeout: Duration,
+    /// GSI (`gsiftp://`): where the host credential, CAs and grid-mapfile are; None: not offered.
+    pub gsi: Option<crate::gsi::GsiSettings>,
     /// Refuse logins before `AUTH TLS` and data connections without `PROT P`.
     pub require_tls: bool,
     /// A session idle this long gets `421` and is closed.
@@ -64,6 +66,7 @@ impl ServerConfig {
             anonymous_write: false,
             users: None,
             tls: None,
+            gsi: None,
             max_sessions: 64,
             max_sessions_per_ip: 48,
             max_sessions_per_user: 48,

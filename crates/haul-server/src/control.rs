@@ -32,6 +32,22 @@ pub enum Input {
     Closed,
     /// Nothing arrived within the idle timeout.
     Idle,
+    /// Under GSI, a command that was not wrapped (`ENC`/`MIC`/`CONF`).
+    Unprotected,
+    /// Under GSI, a wrapped command that would not unwrap; the context may be out of step.
+    BadToken(String),
+}
+
+/// Most unwrapped commands held ahead of the session under GSI.
+const MAX_UNWRAPPED: usize = 64;
+
+/// The GSS context protecting a control connection (RFC 2228), and the commands it unwrapped
+/// that the session has not taken yet.
+struct Gss {
+    ctx: haul_gsi::Context,
+    /// 632 or 633, by how the last command came.
+    code: u16,
+    unwrapped: std::collections::VecDeque<Input>,
 }
 
 /// Tells whether a session's client has closed its control connection.
@@ -77,6 +93,8 @@ pub struct Control {
     peeked: Option<Input>,
     /// Encoded replies not yet written.
     out: Vec<u8>,
+    /// Under GSI: the context every command and reply passes through.
+    gss: Option<Gss>,
 }
 
 impl Control {
@@ -91,6 +109,7 @@ impl Control {
             lines: LineBuffer::new(MAX_LINE),
             peeked: None,
             out: Vec::new(),
+            gss: None,
         })
     }
 
@@ -137,7 +156,58 @@ impl Control {
     /// (at the latest when the session next waits for a command).
     pub fn defer(&mut self, reply: &Reply) {
         tracing::debug!(reply = %reply, "control reply");
-        self.out.extend_from_slice(reply.encode().as_bytes());
+        let text = reply.encode();
+        match &mut self.gss {
+            None => self.out.extend_from_slice(text.as_bytes()),
+            Some(g) => match haul_gsi::ftp::wrap_reply(&mut g.ctx, g.code, &text) {
+                Ok(w) => self.out.extend_from_slice(w.as_bytes()),
+                Err(e) => tracing::warn!(error = %e, "reply could not be wrapped; dropped"),
+            },
+        }
+    }
+
+    /// From now on every command must arrive wrapped by `ctx` and every reply leaves wrapped
+    /// (after `235`, RFC 2228).
+    pub fn protect(&mut self, ctx: haul_gsi::Context) {
+        self.gss = Some(Gss {
+            ctx,
+            code: 632,
+            unwrapped: Default::default(),
+        });
+    }
+
+    /// Whether the control channel is protected by GSI.
+    pub fn is_gsi(&self) -> bool {
+        self.gss.is_some()
+    }
+
+    /// Under GSI: unwraps the complete lines already received, up to [`MAX_UNWRAPPED`] held.
+    fn unwrap_lines(&mut self) {
+        let Some(g) = &mut self.gss else { return };
+        while g.unwrapped.len() < MAX_UNWRAPPED {
+            let line = match self.lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(LineError::TooLong { .. }) => {
+                    g.unwrapped.push_back(Input::TooLong);
+                    continue;
+                }
+                Err(LineError::NotUtf8) => {
+                    g.unwrapped.push_back(Input::NotUtf8);
+                    continue;
+                }
+            };
+            match haul_gsi::ftp::protected_command(&line) {
+                None => g.unwrapped.push_back(Input::Unprotected),
+                Some((p, token)) => match haul_gsi::ftp::unwrap_command(&mut g.ctx, token) {
+                    Ok(cmds) => {
+                        g.code = p.reply_code();
+                        g.unwrapped.extend(cmds.into_iter().map(Input::Line));
+                    }
+                    Err(e) => g.unwrapped.push_back(Input::BadToken(e.to_string())),
+                },
+            }
+        }
     }
 
     /// Writes the deferred replies, if any.
@@ -167,6 +237,10 @@ impl Control {
     fn buffered(&mut self) -> Option<Input> {
         if let Some(i) = self.peeked.take() {
             return Some(i);
+        }
+        if self.gss.is_some() {
+            self.unwrap_lines();
+            return self.gss.as_mut().and_then(|g| g.unwrapped.pop_front());
         }
         match self.lines.next_line() {
             Ok(Some(l)) => Some(Input::Line(l)),
@@ -265,6 +339,14 @@ impl Control {
             return true;
         }
         self.fill_now();
+        if self.gss.is_some() {
+            self.unwrap_lines();
+            return self.gss.as_ref().is_some_and(|g| {
+                g.unwrapped
+                    .iter()
+                    .any(|i| matches!(i, Input::Line(l) if is_abor(l)))
+            });
+        }
         self.lines.contains_line(is_abor)
     }
 
@@ -276,6 +358,13 @@ impl Control {
             return true;
         }
         self.fill_now();
+        if let Some(g) = &mut self.gss {
+            let at = g
+                .unwrapped
+                .iter()
+                .position(|i| matches!(i, Input::Line(l) if is_abor(l)));
+            return at.is_some_and(|i| g.unwrapped.remove(i).is_some());
+        }
         self.lines.remove_line(is_abor)
     }
 

@@ -141,6 +141,8 @@ pub struct Dial {
     pub timeout: Duration,
     /// TLS for PROT P.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// GSI for `DCAU A`/`S` on a `gsiftp://` session (before `tls`, which it replaces).
+    pub gsi: Option<haul_transport::gsi::DataGsi>,
     /// Who may connect.
     pub peers: Peers,
     /// Most connections one transfer may open or accept.
@@ -164,9 +166,10 @@ impl Dial {
         let own = raw.cutter()?;
         cut.hold_cutter(raw.cutter()?);
         let r = (|| {
-            let mut conn: Conn = match &self.tls {
-                Some(cfg) => Box::new(tls::accept(cfg.clone(), raw.into_tcp()?)?),
-                None => raw.into_conn(),
+            let mut conn: Conn = match (&self.gsi, &self.tls) {
+                (Some(g), _) => g.handshake(raw.into_tcp()?, !opened)?,
+                (None, Some(cfg)) => Box::new(tls::accept(cfg.clone(), raw.into_tcp()?)?),
+                (None, None) => raw.into_conn(),
             };
             match (&self.token, opened) {
                 (Some(t), true) => t.present(&mut conn)?,

@@ -17,6 +17,8 @@
 //! - `transfer`, `listing`, `control`: a session's transfers, directory listings and the
 //!   (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
+//! - [`gsi`]: GSI (`AUTH GSSAPI`, grid-mapfile logins, `DCAU` on data connections), with the
+//!   GSS context moved into `control` once established.
 //! - [`journal`]: the record of each served transfer, for the history.
 //! - [`relay`]: the hook through which commands on nested URLs reach a next hop (haul-overlay
 //!   implements it), driven by `session::relay`.
@@ -25,6 +27,7 @@ pub mod auth;
 pub mod config;
 mod control;
 mod datachan;
+pub mod gsi;
 pub mod journal;
 mod listing;
 mod plut_transfer;

@@ -100,6 +100,13 @@ impl Server {
                 "--require-tls needs --tls-cert and --tls-key".into(),
             ));
         }
+        let gsi = match &cfg.gsi {
+            Some(s) => Some(Arc::new(
+                crate::gsi::GsiServer::load(s)
+                    .map_err(|e| ServerError::Config(format!("GSI: {e}")))?,
+            )),
+            None => None,
+        };
         let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
             addr: cfg.listen,
             source,
@@ -111,6 +118,7 @@ impl Server {
                 vfs,
                 users,
                 tls,
+                gsi,
                 writers: Default::default(),
                 failures: Default::default(),
                 per_user: Default::default(),

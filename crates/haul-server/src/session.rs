@@ -45,6 +45,8 @@ pub struct Shared {
     pub users: Users,
     /// TLS configuration, if AUTH TLS is offered.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// GSI material, if AUTH GSSAPI is offered.
+    pub gsi: Option<Arc<crate::gsi::GsiServer>>,
     /// The files being uploaded, one writer each.
     pub writers: crate::upload::Writers,
     /// Recent failed logins by address.
@@ -97,6 +99,9 @@ pub struct Session<'a> {
     pub(crate) meter: data::Meter,
     /// The next leg's settings the client asked for (`OPTS RELAY`), relays only.
     pub(crate) next_leg: haul_proto::nested::NextLeg,
+    /// GSI: the context of an `AUTH GSSAPI` exchange under way, the client it authenticated,
+    /// and its data connections' TLS configurations (with the delegated credential).
+    pub(crate) gsi: login::GsiState,
 }
 
 /// Failed logins per client address, for the back-off: (count, time of the last).
@@ -132,6 +137,7 @@ impl<'a> Session<'a> {
         let login = LoginConfig {
             require_tls: shared.cfg.require_tls,
             tls_available: shared.tls.is_some(),
+            gsi_available: shared.gsi.is_some(),
             max_failures: haul_proto::server::MAX_LOGIN_FAILURES,
         };
         let data = DataConfig {
@@ -159,6 +165,7 @@ impl<'a> Session<'a> {
             hop: None,
             meter: Default::default(),
             next_leg: Default::default(),
+            gsi: Default::default(),
         })
     }
 
@@ -209,6 +216,20 @@ impl<'a> Session<'a> {
                 Input::NotUtf8 => {
                     self.ctl.reply(500, "Command line is not valid UTF-8.")?;
                     continue;
+                }
+                Input::Unprotected => {
+                    self.ctl.reply(
+                        533,
+                        "Command protection level denied: send commands as ENC or MIC under GSSAPI.",
+                    )?;
+                    continue;
+                }
+                Input::BadToken(why) => {
+                    tracing::warn!(peer = %self.peer, error = %why, "protected command refused");
+                    let _ = self
+                        .ctl
+                        .reply(535, format!("Protected command refused ({why}); closing."));
+                    break;
                 }
             };
             // Bytes, not `&line[..5]`: byte 5 may fall inside a character.

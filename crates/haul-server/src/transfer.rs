@@ -70,11 +70,26 @@ impl Session<'_> {
             } else {
                 None
             },
+            gsi: self.data_gsi(),
             peers: self.machine.transfer_state().peers(),
             limit: cfg.max_parallelism,
             token: self.data_token,
             from: self.ctl.local_ip().ok(),
         }
+    }
+
+    /// The GSI settings of the next data connections: under GSI with `DCAU A` or `S`.
+    fn data_gsi(&self) -> Option<haul_transport::gsi::DataGsi> {
+        use haul_proto::server::Dcau;
+        use haul_transport::gsi::Expect;
+        let g = self.shared.gsi.as_ref()?;
+        let peer = self.gsi.peer.as_ref()?;
+        let expect = match self.machine.transfer_state().dcau() {
+            Dcau::None => return None,
+            Dcau::SelfId => Expect::Identity(peer.identity.clone()),
+            Dcau::Subject(s) => Expect::Subject(s.clone()),
+        };
+        Some(g.data(self.gsi.data.as_ref()?, expect, self.prot_private()))
     }
 
     fn watch(&self, markers: bool) -> Watch {

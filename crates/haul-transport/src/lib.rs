@@ -26,6 +26,7 @@
 
 pub mod channel;
 pub mod checksum;
+pub mod gsi;
 pub mod io;
 pub mod mode_e;
 pub mod net;

@@ -176,6 +176,7 @@ pub(super) fn rfc_extensions(verb: &str, arg: &str) -> Result<Option<Command>, C
         "MLSD" => Command::Mlsd(opt(arg)),
         "MLST" => Command::Mlst(opt(arg)),
         "AUTH" => Command::Auth(need("AUTH", arg)?.trim().to_ascii_uppercase()),
+        "ADAT" => Command::Adat(need("ADAT", arg)?.trim().to_string()),
         "PBSZ" => Command::Pbsz(num("PBSZ", &need("PBSZ", arg)?)?),
         "PROT" => match arg.trim().to_ascii_uppercase().as_str() {
             "C" => Command::Prot(ProtLevel::Clear),

@@ -20,6 +20,8 @@ pub struct LoginConfig {
     pub require_tls: bool,
     /// The server has a certificate, so `AUTH TLS` is offered.
     pub tls_available: bool,
+    /// The server has a GSI host credential, so `AUTH GSSAPI` is offered.
+    pub gsi_available: bool,
     /// Failed logins after which the session is closed (`421`, then [`ServerAction::Close`]).
     pub max_failures: u32,
 }
@@ -30,6 +32,7 @@ impl Default for LoginConfig {
         LoginConfig {
             require_tls: false,
             tls_available: false,
+            gsi_available: false,
             max_failures: MAX_LOGIN_FAILURES,
         }
     }
@@ -45,6 +48,16 @@ pub enum ServerAction {
     /// [`Login::tls_failed`]). Clear-text commands the client pipelined after `AUTH TLS` must not
     /// be handed over as commands; one handed over before the handshake ends closes the session.
     StartTls,
+    /// The `334` to `AUTH GSSAPI` has been queued before this: start a new GSS acceptor
+    /// context (dropping any half-done one). Its tokens come as [`ServerAction::Adat`].
+    StartGss,
+    /// Step the GSS context with this base64 token (from `ADAT`), then call
+    /// [`Login::adat_result`]. Commands handed over meanwhile wait in the machine.
+    Adat(String),
+    /// The `235` ending the GSS exchange has been queued before this: write it in clear, then
+    /// protect the control connection with the context (every later command and reply is
+    /// wrapped, RFC 2228).
+    ProtectControl,
     /// Check these credentials (possibly slowly, possibly off-thread; anonymous names and the
     /// back-off after a failure are the driver's policy), then call [`Login::handle_verified`].
     /// Commands handed over meanwhile wait in the machine.
@@ -86,6 +99,9 @@ impl fmt::Debug for ServerAction {
         match self {
             ServerAction::Reply(r) => f.debug_tuple("Reply").field(r).finish(),
             ServerAction::StartTls => f.write_str("StartTls"),
+            ServerAction::StartGss => f.write_str("StartGss"),
+            ServerAction::Adat(_) => f.write_str("Adat(..)"),
+            ServerAction::ProtectControl => f.write_str("ProtectControl"),
             ServerAction::Verify { user, .. } => f
                 .debug_struct("Verify")
                 .field("user", user)
@@ -109,6 +125,8 @@ impl fmt::Debug for ServerAction {
 pub enum Verdict {
     /// The credentials are good: `230`, the session is logged in.
     Accepted,
+    /// Good credentials for this account (a GSI identity mapped to it): `230`, logged in as it.
+    AcceptedAs(String),
     /// They are not: `530`, one more failure (at the limit also `421` and close). The driver
     /// waits its back-off before giving this verdict.
     Rejected,
@@ -117,12 +135,24 @@ pub enum Verdict {
     Refused(Reply),
 }
 
+/// The driver's answer to [`ServerAction::Adat`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdatReply {
+    /// More tokens are needed: `335 ADAT=<token>`.
+    Continue(String),
+    /// The context is established: `235`, with the last token if there is one.
+    Done(Option<String>),
+    /// The exchange failed: `535` with the reason; the client may start again with `AUTH`.
+    Failed(String),
+}
+
 /// What the machine waits for before it handles the next command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Wait {
     Nothing,
     Verdict(String),
     Handshake,
+    Adat,
     Closed,
 }
 
@@ -143,6 +173,10 @@ pub struct Login {
     pending_user: Option<String>,
     user: Option<String>,
     tls: bool,
+    /// `AUTH GSSAPI` answered, ADAT tokens expected.
+    gss_started: bool,
+    /// The control connection is protected by a GSS context.
+    gsi: bool,
     prot_private: bool,
     failures: u32,
 }
@@ -170,6 +204,8 @@ impl Login {
             pending_user: None,
             user: None,
             tls: false,
+            gss_started: false,
+            gsi: false,
             prot_private: false,
             failures: 0,
         }
@@ -195,6 +231,11 @@ impl Login {
         self.tls
     }
 
+    /// True once the control connection is protected by a GSS context (GSI).
+    pub fn is_gsi(&self) -> bool {
+        self.gsi
+    }
+
     /// True after `PROT P` (data connections protected by TLS), false after `PROT C`.
     pub fn prot_private(&self) -> bool {
         self.prot_private
@@ -210,16 +251,16 @@ impl Login {
         self.wait == Wait::Closed
     }
 
-    /// True while a [`ServerAction::Verify`] waits for its verdict.
+    /// True while a [`ServerAction::Verify`] or [`ServerAction::Adat`] waits for its answer.
     pub fn is_verifying(&self) -> bool {
-        matches!(self.wait, Wait::Verdict(_))
+        matches!(self.wait, Wait::Verdict(_) | Wait::Adat)
     }
 
     /// Feeds one command the client sent. Ignored once closed.
     pub fn handle_command(&mut self, cmd: Command) {
         match self.wait {
             Wait::Nothing => self.command(cmd),
-            Wait::Verdict(_) => self.queued.push_back(cmd),
+            Wait::Verdict(_) | Wait::Adat => self.queued.push_back(cmd),
             // Clear text pipelined after AUTH TLS: the session ends, as the real server does.
             Wait::Handshake => self.close(),
             Wait::Closed => {}
@@ -242,6 +283,46 @@ impl Login {
         }
     }
 
+    /// The outcome of the last [`ServerAction::Adat`]; then the commands that waited for it are
+    /// handled. Ignored at any other time.
+    pub fn adat_result(&mut self, r: AdatReply) {
+        if self.wait != Wait::Adat {
+            return;
+        }
+        self.wait = Wait::Nothing;
+        match r {
+            AdatReply::Continue(t) => self.reply(335, format!("ADAT={t}")),
+            AdatReply::Done(t) => {
+                match t {
+                    Some(t) => self.reply(235, format!("ADAT={t}")),
+                    None => self.reply(235, "GSSAPI Authentication successful."),
+                }
+                self.gss_started = false;
+                self.gsi = true;
+                self.actions.push_back(ServerAction::ProtectControl);
+            }
+            AdatReply::Failed(why) => {
+                self.gss_started = false;
+                self.failures += 1;
+                self.reply(535, format!("GSSAPI authentication failed: {why}"));
+                if self.failures >= self.cfg.max_failures {
+                    self.reply(421, "Too many failed logins; closing control connection.");
+                    self.close();
+                }
+            }
+        }
+        self.run_queued();
+    }
+
+    fn run_queued(&mut self) {
+        while self.wait == Wait::Nothing {
+            let Some(cmd) = self.queued.pop_front() else {
+                break;
+            };
+            self.command(cmd);
+        }
+    }
+
     /// The verdict on the credentials of the last [`ServerAction::Verify`]; then the commands
     /// that waited for it are handled. Ignored at any other time.
     pub fn handle_verified(&mut self, verdict: Verdict) {
@@ -251,7 +332,11 @@ impl Login {
         let name = name.clone();
         self.wait = Wait::Nothing;
         match verdict {
-            Verdict::Accepted => {
+            Verdict::Accepted | Verdict::AcceptedAs(_) => {
+                let name = match verdict {
+                    Verdict::AcceptedAs(account) => account,
+                    _ => name,
+                };
                 self.reply(230, format!("User {name} logged in."));
                 self.user = Some(name);
             }
@@ -268,12 +353,7 @@ impl Login {
                 self.close();
             }
         }
-        while self.wait == Wait::Nothing {
-            let Some(cmd) = self.queued.pop_front() else {
-                break;
-            };
-            self.command(cmd);
-        }
+        self.run_queued();
     }
 
     fn reply(&mut self, code: u16, text: impl Into<String>) {
@@ -295,6 +375,7 @@ impl Login {
             Command::User(_)
                 | Command::Pass(_)
                 | Command::Auth(_)
+                | Command::Adat(_)
                 | Command::Pbsz(_)
                 | Command::Prot(_)
                 | Command::Feat
@@ -307,7 +388,11 @@ impl Login {
         if !logged_in && !before_login {
             return self.reply(530, "Please login with USER and PASS.");
         }
-        if self.cfg.require_tls && !self.tls && matches!(cmd, Command::User(_) | Command::Pass(_)) {
+        if self.cfg.require_tls
+            && !self.tls
+            && !self.gsi
+            && matches!(cmd, Command::User(_) | Command::Pass(_))
+        {
             return self.reply(
                 530,
                 "This server requires TLS: send AUTH TLS before logging in.",
@@ -332,10 +417,34 @@ impl Login {
                 self.reply(221, "Goodbye.");
                 self.close();
             }
+            Command::Auth(mech) if mech == "GSSAPI" => self.auth_gssapi(),
             Command::Auth(mech) => self.auth(&mech),
+            Command::Adat(token) if self.gss_started => {
+                self.wait = Wait::Adat;
+                self.actions.push_back(ServerAction::Adat(token));
+            }
+            Command::Adat(_) => self.reply(503, "ADAT needs AUTH GSSAPI first."),
+            // Under GSI the buffer size bounds wrapped data blocks; haul takes any.
+            Command::Pbsz(n) if self.gsi => self.reply(200, format!("PBSZ={n}")),
             Command::Pbsz(_) => self.reply(200, "PBSZ=0"),
             Command::Prot(level) => self.prot(level),
             other => self.actions.push_back(ServerAction::Forward(other)),
+        }
+    }
+
+    /// `AUTH GSSAPI` (RFC 2228 with Globus's GSI mechanism).
+    fn auth_gssapi(&mut self) {
+        if !self.cfg.gsi_available {
+            self.reply(
+                504,
+                "AUTH GSSAPI not available: this server has no GSI host credential.",
+            );
+        } else if self.gsi || self.tls {
+            self.reply(503, "Control connection already protected.");
+        } else {
+            self.reply(334, "Using authentication type GSSAPI; ADAT must follow.");
+            self.gss_started = true;
+            self.actions.push_back(ServerAction::StartGss);
         }
     }
 
@@ -347,8 +456,8 @@ impl Login {
             );
         } else if mech != "TLS" && mech != "TLS-C" && mech != "SSL" {
             self.reply(504, format!("AUTH {mech} not supported; use AUTH TLS."));
-        } else if self.tls {
-            self.reply(503, "Control connection already protected by TLS.");
+        } else if self.tls || self.gsi {
+            self.reply(503, "Control connection already protected.");
         } else if !self.queued.is_empty() {
             // Commands the client pipelined after AUTH TLS, still in clear text.
             self.reply(234, "AUTH TLS successful.");
@@ -366,12 +475,18 @@ impl Login {
                 self.prot_private = false;
                 self.reply(200, "Protection level set to C.");
             }
-            ProtLevel::Private if self.tls => {
+            ProtLevel::Private if self.tls || self.gsi => {
                 self.prot_private = true;
                 self.reply(200, "Protection level set to P.");
             }
-            ProtLevel::Private => self.reply(503, "PROT P needs AUTH TLS first."),
-            _ => self.reply(536, "Only PROT C and PROT P are supported."),
+            // Globus protects both S and P data with TLS records.
+            ProtLevel::Safe if self.gsi => {
+                self.prot_private = true;
+                self.reply(200, "Protection level set to S.");
+            }
+            ProtLevel::Private => self.reply(503, "PROT P needs AUTH TLS or GSSAPI first."),
+            ProtLevel::Safe => self.reply(536, "PROT S needs GSSAPI (gsiftp)."),
+            _ => self.reply(536, "Only PROT C, S (GSI) and P are supported."),
         }
     }
 }

@@ -127,6 +127,7 @@ impl Session {
             match self.login.poll_action() {
                 Some(ServerAction::Forward(cmd)) if self.ours(&cmd) => {
                     self.transfers.set_prot_private(self.login.prot_private());
+                    self.transfers.set_gsi(self.login.is_gsi());
                     self.transfers.handle_command(cmd);
                     continue;
                 }

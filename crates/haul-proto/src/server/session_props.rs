@@ -496,7 +496,7 @@ proptest! {
         cmds in session(),
         decisions in prop::collection::vec(any::<u8>(), 0..64),
     ) {
-        let login = LoginConfig { require_tls, tls_available, max_failures };
+        let login = LoginConfig { require_tls, tls_available, gsi_available: false, max_failures };
         let data = DataConfig { max_parallelism, require_tls };
         run(login, data, own, &cmds, &decisions);
     }
@@ -507,6 +507,7 @@ fn ready_session(tls: bool) -> Session {
     let login = LoginConfig {
         require_tls: tls,
         tls_available: tls,
+        gsi_available: false,
         ..LoginConfig::default()
     };
     let data = DataConfig {

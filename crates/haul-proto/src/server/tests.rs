@@ -8,6 +8,7 @@ fn cfg(require_tls: bool, tls_available: bool) -> LoginConfig {
     LoginConfig {
         require_tls,
         tls_available,
+        gsi_available: false,
         ..LoginConfig::default()
     }
 }
@@ -227,12 +228,15 @@ fn auth_tls_and_protection() {
     let mut s = greeted(cfg(false, true));
     assert_eq!(
         send(&mut s, "AUTH GSSAPI"),
-        vec![reply(504, "AUTH GSSAPI not supported; use AUTH TLS.")]
+        vec![reply(
+            504,
+            "AUTH GSSAPI not available: this server has no GSI host credential."
+        )]
     );
     assert_eq!(send(&mut s, "PBSZ 0"), vec![reply(200, "PBSZ=0")]);
     assert_eq!(
         send(&mut s, "PROT P"),
-        vec![reply(503, "PROT P needs AUTH TLS first.")]
+        vec![reply(503, "PROT P needs AUTH TLS or GSSAPI first.")]
     );
     assert_eq!(
         send(&mut s, "AUTH TLS"),
@@ -242,7 +246,7 @@ fn auth_tls_and_protection() {
     assert!(s.is_tls());
     assert_eq!(
         send(&mut s, "AUTH TLS"),
-        vec![reply(503, "Control connection already protected by TLS.")]
+        vec![reply(503, "Control connection already protected.")]
     );
     assert_eq!(
         send(&mut s, "PROT P"),
@@ -251,7 +255,7 @@ fn auth_tls_and_protection() {
     assert!(s.prot_private());
     assert_eq!(
         send(&mut s, "PROT S"),
-        vec![reply(536, "Only PROT C and PROT P are supported.")]
+        vec![reply(536, "PROT S needs GSSAPI (gsiftp).")]
     );
     assert_eq!(
         send(&mut s, "PROT C"),
@@ -261,7 +265,7 @@ fn auth_tls_and_protection() {
     s.handle_command(Command::Prot(ProtLevel::Confidential));
     assert_eq!(
         drain(&mut s)[0],
-        reply(536, "Only PROT C and PROT P are supported.")
+        reply(536, "Only PROT C, S (GSI) and P are supported.")
     );
 }
 
@@ -478,4 +482,105 @@ fn in_memory_tls_client_against_a_server_without_a_certificate() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+fn gsi_cfg() -> LoginConfig {
+    LoginConfig {
+        gsi_available: true,
+        ..LoginConfig::default()
+    }
+}
+
+#[test]
+fn gssapi_exchange_then_protected_login_as_the_mapped_account() {
+    let mut s = greeted(gsi_cfg());
+    assert_eq!(
+        send(&mut s, "ADAT AAAA"),
+        vec![reply(503, "ADAT needs AUTH GSSAPI first.")]
+    );
+    assert_eq!(
+        send(&mut s, "AUTH GSSAPI"),
+        vec![
+            reply(334, "Using authentication type GSSAPI; ADAT must follow."),
+            ServerAction::StartGss
+        ]
+    );
+    assert_eq!(
+        send(&mut s, "ADAT Y2xpZW50"),
+        vec![ServerAction::Adat("Y2xpZW50".into())]
+    );
+    // A command pipelined behind an ADAT waits for its answer.
+    assert!(send(&mut s, "PBSZ 1048576").is_empty());
+    s.adat_result(AdatReply::Continue("c2VydmVy".into()));
+    assert_eq!(
+        drain(&mut s),
+        vec![reply(335, "ADAT=c2VydmVy"), reply(200, "PBSZ=0")]
+    );
+    assert_eq!(send(&mut s, "ADAT bGFzdA==").len(), 1);
+    s.adat_result(AdatReply::Done(None));
+    assert_eq!(
+        drain(&mut s),
+        vec![
+            reply(235, "GSSAPI Authentication successful."),
+            ServerAction::ProtectControl
+        ]
+    );
+    assert!(s.is_gsi());
+    assert_eq!(
+        send(&mut s, "PBSZ 1048576"),
+        vec![reply(200, "PBSZ=1048576")]
+    );
+    assert_eq!(
+        send(&mut s, "PROT S"),
+        vec![reply(200, "Protection level set to S.")]
+    );
+    assert!(s.prot_private());
+    assert_eq!(
+        send(&mut s, "AUTH GSSAPI"),
+        vec![reply(503, "Control connection already protected.")]
+    );
+    send(&mut s, "USER :globus-mapping:");
+    assert_eq!(
+        send(&mut s, "PASS dummy"),
+        vec![ServerAction::Verify {
+            user: ":globus-mapping:".into(),
+            pass: "dummy".into()
+        }]
+    );
+    s.handle_verified(Verdict::AcceptedAs("alice".into()));
+    assert_eq!(drain(&mut s), vec![reply(230, "User alice logged in.")]);
+    assert_eq!(s.user(), Some("alice"));
+}
+
+#[test]
+fn a_failed_gssapi_exchange_is_a_failed_login() {
+    let mut s = greeted(gsi_cfg());
+    send(&mut s, "AUTH GSSAPI");
+    send(&mut s, "ADAT AAAA");
+    s.adat_result(AdatReply::Failed("certificate expired".into()));
+    assert_eq!(
+        drain(&mut s),
+        vec![reply(
+            535,
+            "GSSAPI authentication failed: certificate expired"
+        )]
+    );
+    assert!(!s.is_gsi());
+    assert_eq!(
+        send(&mut s, "ADAT AAAA"),
+        vec![reply(503, "ADAT needs AUTH GSSAPI first.")]
+    );
+    // Without a host credential GSI is not offered at all.
+    let mut plain = greeted(LoginConfig::default());
+    assert_eq!(
+        send(&mut plain, "AUTH GSSAPI")[0].clone(),
+        reply(
+            504,
+            "AUTH GSSAPI not available: this server has no GSI host credential."
+        )
+    );
+    assert_eq!(
+        send(&mut plain, "PROT S"),
+        vec![reply(536, "PROT S needs GSSAPI (gsiftp).")]
+    );
 }

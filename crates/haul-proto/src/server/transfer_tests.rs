@@ -110,7 +110,7 @@ fn settings_are_answered_by_the_machine() {
         send(&mut s, "DCAU A")[0].clone(),
         reply(
             504,
-            "DCAU A not supported: haul protects data channels with PROT P."
+            "DCAU A needs GSI (gsiftp://); haul protects ftp:// data channels with PROT P."
         )
     );
 }
@@ -396,4 +396,34 @@ fn retr_append(path: &str) -> ServerAction {
         restart: None,
         mode: crate::command::TransferMode::Stream,
     })
+}
+
+#[test]
+fn dcau_a_is_the_default_under_gsi_and_s_names_a_subject() {
+    use crate::server::Dcau;
+    let mut s = logged_in();
+    assert_eq!(s.transfer_state().dcau(), &Dcau::None);
+    s.transfers().set_gsi(true);
+    assert_eq!(s.transfer_state().dcau(), &Dcau::SelfId);
+    assert_eq!(
+        send(&mut s, "DCAU S /O=Grid/CN=Jane Doe"),
+        vec![reply(200, "DCAU S /O=Grid/CN=Jane Doe.")]
+    );
+    assert_eq!(
+        s.transfer_state().dcau(),
+        &Dcau::Subject("/O=Grid/CN=Jane Doe".into())
+    );
+    assert_eq!(
+        send(&mut s, "DCAU S")[0].clone(),
+        reply(501, "DCAU S needs a subject.")
+    );
+    assert_eq!(send(&mut s, "DCAU N"), vec![reply(200, "DCAU N.")]);
+    assert_eq!(s.transfer_state().dcau(), &Dcau::None);
+    assert_eq!(
+        send(&mut s, "DCAU X")[0].clone(),
+        reply(501, "DCAU X: the mode must be N, A or S.")
+    );
+    // Setting GSI again does not undo an explicit DCAU N.
+    s.transfers().set_gsi(true);
+    assert_eq!(s.transfer_state().dcau(), &Dcau::None);
 }

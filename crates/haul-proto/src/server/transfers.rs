@@ -136,6 +136,17 @@ enum Wait {
     },
 }
 
+/// Data-channel authentication (GFD.020 `DCAU`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dcau {
+    /// `N`: none.
+    None,
+    /// `A`: the peer must present the session's own identity (the default under GSI).
+    SelfId,
+    /// `S`: the peer must present this subject.
+    Subject(String),
+}
+
 /// The data-transfer machine of one session.
 ///
 /// In: data-transfer commands ([`Transfers::handle_command`], only while not busy), `ABOR`
@@ -147,6 +158,9 @@ pub struct Transfers {
     cfg: DataConfig,
     peers: Peers,
     prot_private: bool,
+    /// The control connection is protected by GSI.
+    gsi: bool,
+    dcau: Dcau,
     mode: TransferMode,
     sbuf: Option<u64>,
     rest: Option<Restart>,
@@ -162,6 +176,8 @@ impl Transfers {
             cfg,
             peers,
             prot_private: false,
+            gsi: false,
+            dcau: Dcau::None,
             mode: TransferMode::Stream,
             sbuf: None,
             rest: None,
@@ -211,6 +227,21 @@ impl Transfers {
         self.prot_private = private;
     }
 
+    /// Notes that the control connection is protected by GSI (false is ignored: a session
+    /// never leaves GSI). From then on data channels are authenticated as the session's own
+    /// identity (`DCAU A`, GFD.020's default under GSI) until `DCAU` says otherwise.
+    pub fn set_gsi(&mut self, gsi: bool) {
+        if gsi && !self.gsi {
+            self.gsi = true;
+            self.dcau = Dcau::SelfId;
+        }
+    }
+
+    /// The data-channel authentication in force.
+    pub fn dcau(&self) -> &Dcau {
+        &self.dcau
+    }
+
     /// Takes the pending `REST` (for a transfer the driver runs itself, such as PLUT's).
     pub fn take_rest(&mut self) -> Option<Restart> {
         self.rest.take()
@@ -243,7 +274,7 @@ impl Transfers {
             Command::Mode(m) => self.set_mode(m),
             Command::Allo(_) => self.reply(200, "ALLO command successful."),
             Command::Sbuf(n) => self.set_sbuf(n),
-            Command::Dcau(m) => self.dcau(&m),
+            Command::Dcau(m) => self.set_dcau(&m),
             Command::Rest(r) => {
                 self.rest = Some(r);
                 self.reply(
@@ -306,15 +337,31 @@ impl Transfers {
         self.reply(200, "SBUF Command Successful.")
     }
 
-    /// `DCAU`: only `N` (no data-channel authentication) is accepted.
-    fn dcau(&mut self, m: &str) {
-        if m.eq_ignore_ascii_case("N") {
-            self.reply(200, "DCAU N.")
-        } else {
-            self.reply(
+    /// `DCAU N`, `DCAU A` or `DCAU S <subject>` (GFD.020 §5.1); A and S need GSI.
+    fn set_dcau(&mut self, m: &str) {
+        let (mode, subject) = m.split_once(' ').unwrap_or((m, ""));
+        let subject = subject.trim();
+        match mode.to_ascii_uppercase().as_str() {
+            "N" => {
+                self.dcau = Dcau::None;
+                self.reply(200, "DCAU N.")
+            }
+            "A" if self.gsi => {
+                self.dcau = Dcau::SelfId;
+                self.reply(200, "DCAU A.")
+            }
+            "S" if self.gsi && !subject.is_empty() => {
+                self.reply(200, format!("DCAU S {subject}."));
+                self.dcau = Dcau::Subject(subject.to_string());
+            }
+            "S" if self.gsi => self.reply(501, "DCAU S needs a subject."),
+            "A" | "S" => self.reply(
                 504,
-                format!("DCAU {m} not supported: haul protects data channels with PROT P."),
-            )
+                format!(
+                    "DCAU {mode} needs GSI (gsiftp://); haul protects ftp:// data channels with PROT P."
+                ),
+            ),
+            _ => self.reply(501, format!("DCAU {mode}: the mode must be N, A or S.")),
         }
     }
 

@@ -6,7 +6,8 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use haul_proto::server::{ServerAction, Verdict};
+use haul_gsi::ftp;
+use haul_proto::server::{AdatReply, ServerAction, Verdict};
 use haul_proto::Reply;
 
 use super::{Flow, Session, Shared};
@@ -32,6 +33,19 @@ impl Drop for UserSlot<'_> {
             }
         }
     }
+}
+
+/// A session's GSI state.
+#[derive(Default)]
+pub(crate) struct GsiState {
+    /// The `AUTH GSSAPI` exchange under way.
+    ctx: Option<haul_gsi::Context>,
+    /// The client, once authenticated.
+    pub(crate) peer: Option<haul_gsi::Peer>,
+    /// The credential the client delegated, if it did.
+    delegated: Option<haul_gsi::Credential>,
+    /// The TLS configurations of its data connections (`DCAU`).
+    pub(crate) data: Option<crate::gsi::DataConfigs>,
 }
 
 /// Failures older than this are forgotten.
@@ -64,6 +78,18 @@ impl Session<'_> {
                         }
                     }
                 }
+                ServerAction::StartGss => {
+                    self.gsi.ctx = self.shared.gsi.as_ref().and_then(|g| {
+                        haul_gsi::Context::accept(g.acceptor.clone(), g.policy.clone(), false)
+                            .map_err(|e| tracing::warn!(error = %e, "GSS context"))
+                            .ok()
+                    });
+                }
+                ServerAction::Adat(token) => {
+                    let r = self.adat(&token);
+                    self.machine.login().adat_result(r);
+                }
+                ServerAction::ProtectControl => self.protect_control()?,
                 ServerAction::Verify { user, pass } => {
                     let verdict = self.verify(&user, &pass)?;
                     self.machine.login().handle_verified(verdict);
@@ -73,27 +99,88 @@ impl Session<'_> {
             }
         }
         debug_assert_eq!(self.ctl.is_tls(), self.machine.login_state().is_tls());
+        debug_assert_eq!(self.ctl.is_gsi(), self.machine.login_state().is_gsi());
         Ok(Flow::Continue)
     }
 
-    /// Checks a login: anonymous by the configuration, a named user by the users file and the
-    /// per-user session limit. A failure waits the back-off first.
-    fn verify(&mut self, name: &str, pw: &str) -> io::Result<Verdict> {
+    /// Steps the GSS exchange with one `ADAT` token.
+    fn adat(&mut self, token: &str) -> AdatReply {
+        let Some(ctx) = self.gsi.ctx.as_mut() else {
+            return AdatReply::Failed("no GSSAPI exchange under way".into());
+        };
+        let step = ftp::decode(token)
+            .map_err(|e| e.to_string())
+            .and_then(|t| ctx.step(&t).map_err(|e| e.to_string()));
+        match step {
+            Ok(s) if s.done => {
+                let last = (!s.token.is_empty()).then(|| ftp::encode(&s.token));
+                AdatReply::Done(last)
+            }
+            Ok(s) => AdatReply::Continue(ftp::encode(&s.token)),
+            Err(why) => {
+                tracing::warn!(peer = %self.peer, error = %why, "GSSAPI authentication failed");
+                self.gsi.ctx = None;
+                AdatReply::Failed(why)
+            }
+        }
+    }
+
+    /// After the `235`: every later command and reply on the control connection is wrapped
+    /// by the context, and data connections will present the delegated credential.
+    fn protect_control(&mut self) -> io::Result<()> {
+        self.ctl.flush()?;
+        let (Some(mut ctx), Some(g)) = (self.gsi.ctx.take(), self.shared.gsi.clone()) else {
+            return Err(io::Error::other("GSS context missing after 235"));
+        };
+        self.gsi.peer = ctx.peer().cloned();
+        self.gsi.delegated = ctx.take_delegated();
+        self.gsi.data = Some(g.data_configs(self.gsi.delegated.as_ref())?);
+        if let Some(p) = &self.gsi.peer {
+            tracing::info!(peer = %self.peer, subject = %p.subject, identity = %p.identity, delegated = self.gsi.delegated.is_some(), "GSSAPI authenticated");
+        }
+        self.ctl.protect(ctx);
+        Ok(())
+    }
+
+    /// The access of a GSI client logging in as `requested` (`:globus-mapping:` for its default
+    /// account): the account its identity maps to in the grid-mapfile, with the rights the users
+    /// file gives that account, else the rights GSI's settings give mapped accounts.
+    fn gsi_access(&self, requested: &str) -> Option<(String, Access)> {
+        let g = self.shared.gsi.as_ref()?;
+        let peer = self.gsi.peer.as_ref()?;
+        let Some(account) = g.gridmap.map(&peer.identity, requested) else {
+            tracing::warn!(identity = %peer.identity, requested, "not in the grid-mapfile");
+            return None;
+        };
+        let access = self.shared.users.access(&account).unwrap_or(g.access);
+        Some((account, access))
+    }
+
+    /// Checks a login: under GSI by the grid-mapfile; else anonymous by the configuration, a
+    /// named user by the users file; then the per-user session limit. A failure waits the
+    /// back-off first.
+    fn verify(&mut self, requested: &str, pw: &str) -> io::Result<Verdict> {
         let cfg = &self.shared.cfg;
-        let access = if is_anonymous(name) {
+        let mut name = requested.to_string();
+        let access = if self.gsi.peer.is_some() {
+            self.gsi_access(requested).map(|(account, a)| {
+                name = account;
+                a
+            })
+        } else if is_anonymous(&name) {
             cfg.anonymous.then_some(Access {
                 write: cfg.anonymous_write,
                 third_party: false,
                 relay: cfg.relay.as_ref().is_some_and(|r| r.anonymous_may_relay()),
             })
         } else {
-            self.shared.users.verify(name, pw)
+            self.shared.users.verify(&name, pw)
         };
         let Some(a) = access else {
-            self.login_failed(name)?;
+            self.login_failed(&name)?;
             return Ok(Verdict::Rejected);
         };
-        if !is_anonymous(name) {
+        if !is_anonymous(&name) {
             let max = cfg.max_sessions_per_user;
             let mut m = self
                 .shared
@@ -121,11 +208,14 @@ impl Session<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.peer);
-        self.anonymous = is_anonymous(name);
+        self.anonymous = is_anonymous(&name);
         self.user_name = name.to_string();
         self.access = Some(a);
         self.machine.transfers().set_third_party(a.third_party);
         tracing::info!(user = %name, write = a.write, third_party = a.third_party, "login");
+        if name != requested {
+            return Ok(Verdict::AcceptedAs(name));
+        }
         Ok(Verdict::Accepted)
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use haul_server::{Server, ServerConfig};
 
+mod gsi;
 mod journal;
 mod predict;
 mod relay;
@@ -77,6 +78,8 @@ pub struct Args {
     no_history: bool,
     #[command(flatten)]
     relay: relay::RelayArgs,
+    #[command(flatten)]
+    gsi: gsi::GsiArgs,
 }
 
 /// Runs `haul serve`.
@@ -100,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.sendfile = args.sendfile;
     cfg.users = args.users;
     cfg.tls = args.tls_cert.zip(args.tls_key);
+    cfg.gsi = args.gsi.build();
     cfg.max_sessions = args.max_sessions.max(1);
     cfg.max_sessions_per_ip = args.max_sessions_per_ip.max(1);
     cfg.max_sessions_per_user = args.max_sessions_per_user.max(1);
@@ -121,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => tracing::warn!("served transfers not recorded in {}: {e}", path.display()),
         }
     }
-    if !cfg.anonymous && cfg.users.is_none() {
+    if !cfg.anonymous && cfg.users.is_none() && cfg.gsi.is_none() {
         tracing::warn!("neither --anonymous nor --users given: nobody can log in");
     }
     let server = Server::bind(cfg)?;
