@@ -457,3 +457,42 @@ fn sha_checksums_and_the_file_system_stack() {
     );
     assert!(!bad.exists() || fs::read(&bad).unwrap().is_empty());
 }
+
+/// gfal2's gridftp plugin (the Globus client library) sets a mode with `SITE CHMOD`, which it
+/// finds in `SITE HELP`; a set-user-ID mode is refused and the file keeps its mode.
+#[test]
+fn gfal2_chmod_through_site_chmod() {
+    let Some(py) = gfal2_or_skip("gfal2_chmod_through_site_chmod") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let f = root.path().join("f");
+    fs::write(&f, b"hi").unwrap();
+    let srv = HaulServe::start(root.path());
+    let script = "import gfal2, sys\n\
+                  ctx = gfal2.creat_context()\n\
+                  ctx.set_opt_string('FTP', 'USER', 'anonymous')\n\
+                  ctx.set_opt_string('FTP', 'PASSWORD', 'anonymous')\n\
+                  ctx.chmod(sys.argv[1], 0o600)\n\
+                  try:\n    ctx.chmod(sys.argv[1], 0o4755)\n    print('setuid set')\n\
+                  except gfal2.GError as e:\n    print('refused:', e.message)\n";
+    let out = Command::new(&py)
+        .args(["-c", script, &srv.url("f")])
+        .output()
+        .expect("run gfal2");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "gfal2 chmod: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("refused:") && stdout.contains("501"),
+        "{stdout}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
+}
