@@ -1,9 +1,11 @@
 //! Fuzzes the server's command input path: raw bytes split into lines by `LineBuffer` (in
 //! fuzzer-chosen chunks, compared with feeding them whole) and every line, plus the whole input
-//! decoded lossily, through `Command::parse`.
+//! decoded lossily, through `Command::parse`, and the text of every `SITE` command through
+//! `SiteCommand::parse`.
 
 #![no_main]
 
+use haul_proto::command::SiteCommand;
 use haul_proto::{Command, LineBuffer, LineError};
 use libfuzzer_sys::fuzz_target;
 
@@ -15,6 +17,21 @@ fn check_command(line: &str) {
             wire.starts_with(cmd.verb()),
             "{wire:?} does not start with {}",
             cmd.verb()
+        );
+        if let Command::Site(text) = &cmd {
+            check_site(text);
+        }
+    }
+}
+
+/// Parses a `SITE` text; what parses writes out as text that parses back to the same.
+fn check_site(text: &str) {
+    if let Ok(site) = SiteCommand::parse(text) {
+        let wire = site.to_string();
+        assert_eq!(
+            SiteCommand::parse(&wire).as_ref(),
+            Ok(&site),
+            "{text:?} wrote out as {wire:?}"
         );
     }
 }

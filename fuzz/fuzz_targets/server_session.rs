@@ -122,10 +122,14 @@ impl Client<'_> {
             | Command::Eret { .. }
             | Command::List(_)
             | Command::Nlst(_)
-            | Command::Mlsd(_) => false,
+            | Command::Mlsd(_)
+            | Command::Mlsr(_) => false,
             _ => return,
         };
-        let listing = matches!(cmd, Command::List(_) | Command::Nlst(_) | Command::Mlsd(_));
+        let listing = matches!(
+            cmd,
+            Command::List(_) | Command::Nlst(_) | Command::Mlsd(_) | Command::Mlsr(_)
+        );
         if self.plut && !listing {
             return;
         }

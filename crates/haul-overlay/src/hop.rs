@@ -160,6 +160,7 @@ impl Hop for NextHopSession {
             ListKind::List => Command::List(p),
             ListKind::Nlst => Command::Nlst(p),
             ListKind::Mlsd => Command::Mlsd(p),
+            ListKind::Mlsr => Command::Mlsr(p),
         };
         let r = self.session()?.listing(&cmd);
         r.map_err(|e| self.failure(&e))

@@ -1,6 +1,8 @@
 //! Control-channel commands: parsing a client's line into a typed [`Command`] and writing a
 //! typed command back out. Covers RFC 959, FEAT/OPTS (RFC 2389), SIZE/MDTM/REST/MLSD/MLST
-//! (RFC 3659), AUTH/PBSZ/PROT (RFC 4217) and the GridFTP extensions of GFD.020.
+//! (RFC 3659), AUTH/PBSZ/PROT (RFC 4217), the GridFTP extensions of GFD.020, and what the
+//! Globus server adds: MLSR, MFMT (draft-somers-ftp-mfxx) and the `SITE` subcommands of
+//! [`SiteCommand`].
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -11,8 +13,12 @@ use crate::hostport;
 use crate::markers::RangeSet;
 
 mod parse;
+mod site;
+mod time;
 
 use parse::{bad, num};
+pub use site::SiteCommand;
+pub use time::ModTime;
 
 /// A command line could not be understood.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -159,6 +165,15 @@ pub enum Command {
     Mlsd(Option<String>),
     /// MLST [path].
     Mlst(Option<String>),
+    /// MLSR [path]: MLSD of a whole tree, as the Globus server lists it.
+    Mlsr(Option<String>),
+    /// MFMT time path (draft-somers-ftp-mfxx): set a file's modification time.
+    Mfmt {
+        /// The new modification time, UTC.
+        time: ModTime,
+        /// The file or directory.
+        path: String,
+    },
     /// SIZE path.
     Size(String),
     /// MDTM path.
@@ -286,6 +301,8 @@ impl Command {
             Command::Nlst(_) => "NLST",
             Command::Mlsd(_) => "MLSD",
             Command::Mlst(_) => "MLST",
+            Command::Mlsr(_) => "MLSR",
+            Command::Mfmt { .. } => "MFMT",
             Command::Size(_) => "SIZE",
             Command::Mdtm(_) => "MDTM",
             Command::Site(_) => "SITE",
@@ -368,6 +385,7 @@ impl fmt::Display for Command {
                 path,
             } => write!(f, "ERET P {offset} {length} {path}"),
             Command::Esto { offset, path } => write!(f, "ESTO A {offset} {path}"),
+            Command::Mfmt { time, path } => write!(f, "MFMT {time} {path}"),
             Command::Allo(n) | Command::Pbsz(n) | Command::Sbuf(n) => write!(f, "{v} {n}"),
             Command::Rest(Restart::Offset(n)) => write!(f, "REST {n}"),
             Command::Rest(Restart::Ranges(r)) => write!(f, "REST {r}"),
@@ -375,6 +393,7 @@ impl fmt::Display for Command {
             | Command::Nlst(a)
             | Command::Mlsd(a)
             | Command::Mlst(a)
+            | Command::Mlsr(a)
             | Command::Stat(a)
             | Command::Help(a) => write_opt(f, v, a),
             Command::Opts { command, options } if options.is_empty() => write!(f, "OPTS {command}"),

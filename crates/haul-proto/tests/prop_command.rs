@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use haul_proto::command::{ProtLevel, Restart, TransferMode, TransferType};
+use haul_proto::command::{ModTime, ProtLevel, Restart, SiteCommand, TransferMode, TransferType};
 use haul_proto::{Command, RangeSet};
 use proptest::prelude::*;
 
@@ -13,8 +13,11 @@ const KNOWN_VERBS: &[&str] = &[
     "EPSV", "SPAS", "SPOR", "TYPE", "MODE", "STRU", "RETR", "STOR", "APPE", "ERET", "ESTO", "ALLO",
     "REST", "RNFR", "RNTO", "ABOR", "DELE", "RMD", "XRMD", "MKD", "XMKD", "PWD", "XPWD", "LIST",
     "NLST", "MLSD", "MLST", "SIZE", "MDTM", "SITE", "SYST", "STAT", "HELP", "NOOP", "FEAT", "OPTS",
-    "AUTH", "PBSZ", "PROT", "SBUF", "DCAU", "CKSM",
+    "AUTH", "PBSZ", "PROT", "SBUF", "DCAU", "CKSM", "MLSR", "MFMT",
 ];
+
+/// Every `SITE` subcommand `SiteCommand::parse` types.
+const KNOWN_SITE: &[&str] = &["CHMOD", "CHGRP", "UTIME", "SETDISKSTACK", "WHOAMI"];
 
 /// Free text as a client may send it: printable, any script, no line terminators.
 fn text() -> impl Strategy<Value = String> {
@@ -58,6 +61,29 @@ fn ranges() -> impl Strategy<Value = RangeSet> {
 
 fn opt_path() -> impl Strategy<Value = Option<String>> {
     prop::option::of(list_path())
+}
+
+/// A time of years 0–9999, as `MFMT` and `SITE UTIME` carry it.
+fn mod_time() -> impl Strategy<Value = ModTime> {
+    // 0000-01-01 to 9999-12-31 23:59:59 in Unix seconds.
+    (-62_167_219_200i64..=253_402_300_799).prop_map(ModTime::from_unix)
+}
+
+/// Every `SiteCommand` with arguments a real client would write.
+fn site_command() -> impl Strategy<Value = SiteCommand> {
+    let word = "[A-Za-z0-9_.-]{1,16}";
+    prop_oneof![
+        (0u32..=0o7777, text()).prop_map(|(mode, path)| SiteCommand::Chmod { mode, path }),
+        (word, text()).prop_map(|(group, path)| SiteCommand::Chgrp { group, path }),
+        (mod_time(), text()).prop_map(|(time, path)| SiteCommand::Utime { time, path }),
+        "[a-z0-9_,:;=]{1,24}".prop_map(SiteCommand::SetDiskStack),
+        Just(SiteCommand::Whoami),
+        (
+            "[A-Z]{1,12}".prop_filter("not typed", |s| !KNOWN_SITE.contains(&s.as_str())),
+            prop_oneof![Just(String::new()), "[^\r\n]{1,30}"]
+        )
+            .prop_map(|(sub, arg)| SiteCommand::Other { sub, arg }),
+    ]
 }
 
 fn unknown_verb() -> impl Strategy<Value = String> {
@@ -108,6 +134,7 @@ fn command() -> impl Strategy<Value = Command> {
         opt_path().prop_map(Command::Nlst),
         opt_path().prop_map(Command::Mlsd),
         opt_path().prop_map(Command::Mlst),
+        opt_path().prop_map(Command::Mlsr),
         opt_path().prop_map(Command::Stat),
         opt_path().prop_map(Command::Help),
     ];
@@ -121,6 +148,8 @@ fn command() -> impl Strategy<Value = Command> {
             path
         }),
         (any::<u64>(), text()).prop_map(|(offset, path)| Command::Esto { offset, path }),
+        (mod_time(), text()).prop_map(|(time, path)| Command::Mfmt { time, path }),
+        site_command().prop_map(|c| Command::Site(c.to_string())),
         any::<u64>().prop_map(Command::Allo),
         any::<u64>().prop_map(|n| Command::Rest(Restart::Offset(n))),
         ranges().prop_map(|r| Command::Rest(Restart::Ranges(r))),
@@ -160,10 +189,15 @@ fn command() -> impl Strategy<Value = Command> {
     prop_oneof![simple, with_text, structured]
 }
 
+/// One of `words`, upper- or lower-cased.
+fn any_case(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::sample::select(words)
+        .prop_flat_map(|v| prop_oneof![Just(v.to_string()), Just(v.to_ascii_lowercase())])
+}
+
 /// Lines a hostile or broken client may send: random text, and known verbs with random arguments.
 fn hostile_line() -> impl Strategy<Value = String> {
-    let verb = prop::sample::select(KNOWN_VERBS)
-        .prop_flat_map(|v| prop_oneof![Just(v.to_string()), Just(v.to_ascii_lowercase())]);
+    let verb = any_case(KNOWN_VERBS);
     let arg = prop_oneof![
         ".*",
         "\\PC*",
@@ -205,4 +239,47 @@ proptest! {
         let first = wire.split(' ').next().unwrap_or("");
         prop_assert_eq!(first, cmd.verb());
     }
+
+    #[test]
+    fn site_parse_never_panics_and_writes_back_what_it_read(text in hostile_site_text()) {
+        if let Ok(c) = SiteCommand::parse(&text) {
+            prop_assert_eq!(SiteCommand::parse(&c.to_string()), Ok(c), "from {:?}", text);
+        }
+    }
+
+    #[test]
+    fn site_display_parse_round_trip(cmd in site_command()) {
+        let wire = cmd.to_string();
+        prop_assert!(!wire.contains(['\r', '\n']), "wire form {wire:?} has a line break");
+        prop_assert_eq!(SiteCommand::parse(&wire), Ok(cmd.clone()), "wire form {:?}", wire);
+        let line = format!("SITE {wire}");
+        let Ok(Command::Site(text)) = Command::parse(&line) else {
+            return Err(TestCaseError::fail(format!("{line:?} is not a SITE command")));
+        };
+        prop_assert_eq!(SiteCommand::parse(&text), Ok(cmd));
+    }
+
+    #[test]
+    fn mod_time_round_trips(t in mod_time()) {
+        let wire = t.to_string();
+        prop_assert_eq!(wire.len(), 14);
+        prop_assert_eq!(ModTime::parse(&wire), Ok(t));
+        prop_assert_eq!(ModTime::from_unix(t.unix_seconds()), t);
+    }
+}
+
+/// `SITE` texts a hostile client may send: typed subcommands with random arguments.
+fn hostile_site_text() -> impl Strategy<Value = String> {
+    let sub = any_case(KNOWN_SITE);
+    let arg = prop_oneof![
+        ".*",
+        "\\PC*",
+        "[0-9]{0,20}( .*)?",
+        "[0-9]{14}(\\.[0-9]{0,5})?( .*)?",
+        "[0-7]{0,6} .*",
+    ];
+    prop_oneof![
+        ".*",
+        (sub, " {0,2}", arg).prop_map(|(v, sep, a)| format!("{v}{sep}{a}")),
+    ]
 }

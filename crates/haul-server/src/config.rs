@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub journal: Option<std::sync::Arc<dyn crate::journal::TransferLog>>,
     /// The throughput predictions it shares with `SITE BTC` (none: the command is refused).
     pub predictions: Option<std::sync::Arc<dyn crate::journal::Predictions>>,
+    /// The depth and size bounds of one `MLSR` listing.
+    pub mlsr_limits: crate::listing::TreeLimits,
 }
 
 impl ServerConfig {
@@ -81,6 +83,7 @@ impl ServerConfig {
             relay: None,
             journal: None,
             predictions: None,
+            mlsr_limits: Default::default(),
         }
     }
 }

@@ -6,35 +6,17 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::UNIX_EPOCH;
 
+use haul_proto::command::ModTime;
+
 use crate::vfs::Root;
+
+mod tree;
+
+pub use tree::{mlsr, TreeLimits};
 
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
-
-/// UTC civil time (year, month, day, hour, minute, second) of Unix seconds.
-fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Days-to-civil conversion of H. Hinnant, "chrono-Compatible Low-Level Date Algorithms".
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (sod / 3600) as u32,
-        (sod % 3600 / 60) as u32,
-        (sod % 60) as u32,
-    )
-}
 
 fn mtime_secs(meta: &Metadata) -> i64 {
     meta.modified()
@@ -45,8 +27,7 @@ fn mtime_secs(meta: &Metadata) -> i64 {
 
 /// Modification time as `YYYYMMDDHHMMSS` in UTC (RFC 3659 §2.3).
 pub fn mdtm(meta: &Metadata) -> String {
-    let (y, mo, d, h, mi, s) = civil(mtime_secs(meta));
-    format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}")
+    ModTime::from_unix(mtime_secs(meta)).to_string()
 }
 
 /// MLST facts of one entry, ending in `; ` (the name follows). `kind` overrides the type
@@ -111,8 +92,9 @@ fn mode_string(meta: &Metadata) -> String {
 
 /// One `ls -l` style line without its line end.
 pub fn ls_line(meta: &Metadata, name: &str) -> String {
-    let (_, mo, d, h, mi, _) = civil(mtime_secs(meta));
-    let month = MONTHS.get(mo as usize - 1).copied().unwrap_or("Jan");
+    let t = ModTime::from_unix(mtime_secs(meta));
+    let month = MONTHS.get(t.month as usize - 1).copied().unwrap_or("Jan");
+    let (d, h, mi) = (t.day, t.hour, t.minute);
     format!(
         "{} {:>3} {:>8} {:>8} {:>12} {month} {d:>2} {h:02}:{mi:02} {name}",
         mode_string(meta),
@@ -147,16 +129,4 @@ pub fn list(root: &Root, virt: &str, long: bool) -> io::Result<Vec<u8>> {
         out.push_str("\r\n");
     }
     Ok(out.into_bytes())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
-        assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
-        assert_eq!(civil(1_700_000_000), (2023, 11, 14, 22, 13, 20));
-    }
 }

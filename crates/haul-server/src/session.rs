@@ -7,9 +7,11 @@
 //! actions (the TLS upgrade, the password check with its back-off), `data` its data-channel
 //! actions (listeners, transfers, which run in `transfer` and `upload`), and `route` sends what it
 //! forwards to its family: `feat` (FEAT, OPTS, SITE, HELP and the other commands about the
-//! server), `fs` (the file-system commands, with `cksm` for CKSM) and PLUT's transfers
-//! (`plut_transfer`), which it runs itself.
+//! server), `fs` (the file-system commands, with `cksm` for CKSM and `attrs` for MFMT and the
+//! `SITE` commands that change a file's attributes) and PLUT's transfers (`plut_transfer`),
+//! which it runs itself.
 
+mod attrs;
 mod cksm;
 mod data;
 mod feat;
@@ -307,6 +309,7 @@ impl<'a> Session<'a> {
             | Command::Dele(_)
             | Command::Rnfr(_)
             | Command::Rnto(_) => self.fs_command(cmd),
+            Command::Mfmt { time, path } => self.cmd_mfmt(time, &path),
             Command::Retr(_) | Command::Eret { .. } | Command::Stor(_) if self.plut.enabled() => {
                 self.plut_command(cmd)
             }

@@ -453,7 +453,8 @@ impl Session<'_> {
         self.send_source(&Bytes(b), vec![(0, len)]).map(drop)
     }
 
-    /// LIST / NLST / MLSD: send a listing over the data channel (MODE S, or MODE E blocks).
+    /// LIST / NLST / MLSD / MLSR: send a listing over the data channel (MODE S, or MODE E
+    /// blocks).
     pub(crate) fn cmd_listing(&mut self, arg: Option<&str>, kind: ListKind) -> io::Result<()> {
         let Some(virt) = self.resolve_real(arg.unwrap_or("."))? else {
             return Ok(());
@@ -461,11 +462,16 @@ impl Session<'_> {
         let write = self.access.is_some_and(|a| a.write);
         let root = &self.shared.vfs;
         let body = match kind {
-            ListKind::Mlsd => match root.stat(&virt) {
+            ListKind::Mlsd | ListKind::Mlsr => match root.stat(&virt) {
                 Ok(m) if !m.is_dir() => {
                     return self.answer(501, format!("{virt}: Not a directory"))
                 }
-                Ok(_) => listing::mlsd(root, &virt, write),
+                Ok(_) if kind == ListKind::Mlsd => listing::mlsd(root, &virt, write),
+                Ok(_) => {
+                    let watch = self.ctl.watcher();
+                    let gone = || watch.gone(Duration::ZERO);
+                    listing::mlsr(root, &virt, write, self.shared.cfg.mlsr_limits, &gone)
+                }
                 Err(e) => Err(e),
             },
             ListKind::List => listing::list(root, &virt, true),

@@ -286,39 +286,9 @@ impl Root {
         })
     }
 
-    /// The entries of directory `virt`, sorted by name, each with the metadata of what it leads
-    /// to inside the root; a symlink that leaves the root is described as itself. Entries that
-    /// vanish while the directory is read (an upload's part file renamed into place, a file
-    /// deleted) are left out, and so are upload part files, which are the server's own.
+    /// The entries of directory `virt`, sorted by name (see [`Dir::entries`]).
     pub fn read_dir(&self, virt: &str) -> io::Result<Vec<Entry>> {
-        let dir = self.open(virt, libc::O_RDONLY | libc::O_DIRECTORY)?;
-        let mut out = Vec::new();
-        for name in names(&dir)? {
-            let text = name.to_string_lossy().into_owned();
-            if is_part_name(&text) {
-                continue;
-            }
-            let c = cstr(name.as_bytes())?;
-            let meta = match open_beneath(dir.as_raw_fd(), &c, libc::O_PATH, 0) {
-                Ok(fd) => meta_of(fd),
-                Err(_) => match self.open(
-                    &format!("{}/{text}", virt.trim_end_matches('/')),
-                    libc::O_PATH,
-                ) {
-                    // A relative link to elsewhere inside the root.
-                    Ok(fd) => meta_of(fd),
-                    Err(_) => openat(dir.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0)
-                        .and_then(meta_of),
-                },
-            };
-            match meta {
-                Ok(meta) => out.push(Entry { name: text, meta }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        self.open_dir(virt)?.entries(self)
     }
 }
 
@@ -496,6 +466,11 @@ fn rename(from: &Parent, a: &CStr, to: &Parent, b: &CStr) -> io::Result<()> {
     };
     check(libc::c_long::from(rc)).map(drop)
 }
+
+mod attrs;
+mod tree;
+
+pub use tree::Dir;
 
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,8 @@
 //! Checksums of data as it moves, for end-to-end verification and GridFTP's CKSM command, used
 //! by the server and the client alike: the algorithms, incremental hashers, a hasher that takes
 //! blocks in any order ([`Running`]), and a [`Source`] and a [`Sink`](crate::io::Sink) that hash what passes
-//! through them. MD5, ADLER32 and CRC32C interoperate with Globus; XXH128 is haul's fast default
-//! between haul peers.
+//! through them. MD5, ADLER32, SHA1, SHA256 and SHA512 interoperate with Globus (CRC32C with
+//! other GridFTP servers); XXH128 and XXHC are haul's fast digests between haul peers.
 
 use std::fmt;
 use std::str::FromStr;
@@ -29,16 +29,25 @@ pub enum Algorithm {
     /// XXH3-128 over 1 MiB chunks ([`chunked`]): hashed in any order while the bytes pass, so
     /// neither end reads the file twice; haul's default between peers.
     Xxhc,
+    /// SHA-1 (FIPS 180-4), as Globus offers it.
+    Sha1,
+    /// SHA-256 (FIPS 180-4).
+    Sha256,
+    /// SHA-512 (FIPS 180-4).
+    Sha512,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order FEAT advertises them.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::Md5,
         Algorithm::Adler32,
         Algorithm::Crc32c,
         Algorithm::Xxh128,
         Algorithm::Xxhc,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
     ];
 
     /// The CKSM name on the wire.
@@ -49,6 +58,9 @@ impl Algorithm {
             Algorithm::Crc32c => "CRC32C",
             Algorithm::Xxh128 => "XXH128",
             Algorithm::Xxhc => "XXHC",
+            Algorithm::Sha1 => "SHA1",
+            Algorithm::Sha256 => "SHA256",
+            Algorithm::Sha512 => "SHA512",
         }
     }
 }
@@ -61,7 +73,9 @@ impl fmt::Display for Algorithm {
 
 /// An unknown algorithm name.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown checksum algorithm {0:?} (known: MD5, ADLER32, CRC32C, XXH128, XXHC)")]
+#[error(
+    "unknown checksum algorithm {0:?} (known: MD5, ADLER32, CRC32C, XXH128, XXHC, SHA1, SHA256, SHA512)"
+)]
 pub struct UnknownAlgorithm(pub String);
 
 impl FromStr for Algorithm {
@@ -73,6 +87,9 @@ impl FromStr for Algorithm {
             "CRC32C" | "CRC-32C" => Ok(Algorithm::Crc32c),
             "XXH128" | "XXH3" | "XXH3-128" => Ok(Algorithm::Xxh128),
             "XXHC" => Ok(Algorithm::Xxhc),
+            "SHA1" | "SHA-1" => Ok(Algorithm::Sha1),
+            "SHA256" | "SHA-256" => Ok(Algorithm::Sha256),
+            "SHA512" | "SHA-512" => Ok(Algorithm::Sha512),
             _ => Err(UnknownAlgorithm(s.to_string())),
         }
     }
@@ -90,6 +107,12 @@ pub enum Hasher {
     Xxh(Box<xxhash_rust::xxh3::Xxh3>),
     /// XXHC state, fed in file order.
     Xxhc(Box<chunked::Sequential>),
+    /// SHA-1 state.
+    Sha1(Box<sha1::Sha1>),
+    /// SHA-256 state.
+    Sha256(Box<sha2::Sha256>),
+    /// SHA-512 state.
+    Sha512(Box<sha2::Sha512>),
 }
 
 impl Hasher {
@@ -101,6 +124,9 @@ impl Hasher {
             Algorithm::Crc32c => Hasher::Crc(0),
             Algorithm::Xxh128 => Hasher::Xxh(Box::default()),
             Algorithm::Xxhc => Hasher::Xxhc(Box::default()),
+            Algorithm::Sha1 => Hasher::Sha1(Box::default()),
+            Algorithm::Sha256 => Hasher::Sha256(Box::default()),
+            Algorithm::Sha512 => Hasher::Sha512(Box::default()),
         }
     }
 
@@ -112,19 +138,30 @@ impl Hasher {
             Hasher::Crc(c) => *c = crc32c::crc32c_append(*c, data),
             Hasher::Xxh(h) => h.update(data),
             Hasher::Xxhc(h) => h.update(data),
+            Hasher::Sha1(h) => h.update(data),
+            Hasher::Sha256(h) => h.update(data),
+            Hasher::Sha512(h) => h.update(data),
         }
     }
 
     /// The digest as lowercase hex (the CKSM reply format).
     pub fn finish_hex(self) -> String {
         match self {
-            Hasher::Md5(h) => h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            Hasher::Md5(h) => hex(&h.finalize()),
             Hasher::Adler(h) => format!("{:08x}", h.checksum()),
             Hasher::Crc(c) => format!("{c:08x}"),
             Hasher::Xxh(h) => format!("{:032x}", h.digest128()),
             Hasher::Xxhc(h) => h.finish().root_hex(),
+            Hasher::Sha1(h) => hex(&h.finalize()),
+            Hasher::Sha256(h) => hex(&h.finalize()),
+            Hasher::Sha512(h) => hex(&h.finalize()),
         }
     }
+}
+
+/// Lowercase hex of a digest's bytes.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Read size of [`checksum`]: large enough that syscalls vanish, small enough to stay in cache.
@@ -288,6 +325,27 @@ mod tests {
             of(Algorithm::Xxh128, b""),
             "99aa06d3014798d86001c324468d497f"
         );
+        // FIPS 180-4's "abc" examples.
+        assert_eq!(
+            of(Algorithm::Sha1, b"abc"),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert_eq!(
+            of(Algorithm::Sha256, b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            of(Algorithm::Sha512, b"abc"),
+            "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
+             2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
+        );
+        for (name, alg) in [
+            ("sha-1", Algorithm::Sha1),
+            ("Sha256", Algorithm::Sha256),
+            ("SHA-512", Algorithm::Sha512),
+        ] {
+            assert_eq!(name.parse::<Algorithm>().unwrap(), alg);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Interop: the real `globus-url-copy` against `haul serve` (the built binary): downloads and
 //! uploads with `-p 1` and `-p 8`, a 200-file tree with `-cc 4 -pp -r` both ways, and
-//! `-verify-checksum`; every file compared byte for byte.
+//! `-verify-checksum` (MD5, and SHA1 / SHA256 / SHA512 with `-checksum-alg`), `-fsstack`; every
+//! file compared byte for byte.
 mod common;
 
 use common::haul::*;
@@ -388,4 +389,110 @@ fn globus_url_copy_killed_mid_upload_leaves_the_target() {
     let out = globus_url_copy(&[&file_url(&small), &srv.url("t")]);
     assert_success(&out, "the upload after the killed one");
     assert_eq!(fs::read(root.path().join("t")).unwrap(), b"the next upload");
+}
+
+/// `-checksum-alg SHA1|SHA256|SHA512` (the client hashes its copy with the same digest and
+/// compares) and `-fsstack` (`SITE SETDISKSTACK`): `file` is accepted, another driver fails the
+/// copy, as with a Globus server.
+#[test]
+fn sha_checksums_and_the_file_system_stack() {
+    if skip_without_globus("interop_globus_client") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let src = local.path().join("src.bin");
+    fs::write(&src, random_bytes(1 << 20, 27)).unwrap();
+    fs::copy(&src, root.path().join("s.bin")).unwrap();
+    let srv = HaulServe::start(root.path());
+    for alg in ["SHA1", "SHA256", "SHA512"] {
+        let dl = local.path().join(format!("dl-{alg}"));
+        let out = globus_url_copy(&[
+            "-dbg",
+            "-verify-checksum",
+            "-checksum-alg",
+            alg,
+            &srv.url("s.bin"),
+            &file_url(&dl),
+        ]);
+        assert_success(&out, &format!("download -checksum-alg {alg}"));
+        let asked = format!("CKSM {alg} 0 -1 /s.bin");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&asked),
+            "client asked for {asked}"
+        );
+        assert_same(&src, &dl);
+        let up = format!("up-{alg}");
+        let out = globus_url_copy(&[
+            "-verify-checksum",
+            "-checksum-alg",
+            alg,
+            &file_url(&src),
+            &srv.url(&up),
+        ]);
+        assert_success(&out, &format!("upload -checksum-alg {alg}"));
+        assert_same(&src, &root.path().join(&up));
+    }
+
+    let fs_dl = local.path().join("fsstack.bin");
+    let out = globus_url_copy(&[
+        "-dbg",
+        "-fsstack",
+        "file",
+        &srv.url("s.bin"),
+        &file_url(&fs_dl),
+    ]);
+    assert_success(&out, "download -fsstack file");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SITE SETDISKSTACK file"),
+        "client set the stack"
+    );
+    assert_same(&src, &fs_dl);
+    let bad = local.path().join("bad.bin");
+    let out = globus_url_copy(&["-fsstack", "remote", &srv.url("s.bin"), &file_url(&bad)]);
+    assert!(
+        !out.status.success(),
+        "a driver haul does not have fails the copy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!bad.exists() || fs::read(&bad).unwrap().is_empty());
+}
+
+/// gfal2's gridftp plugin (the Globus client library) sets a mode with `SITE CHMOD`, which it
+/// finds in `SITE HELP`; a set-user-ID mode is refused and the file keeps its mode.
+#[test]
+fn gfal2_chmod_through_site_chmod() {
+    let Some(py) = gfal2_or_skip("gfal2_chmod_through_site_chmod") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let f = root.path().join("f");
+    fs::write(&f, b"hi").unwrap();
+    let srv = HaulServe::start(root.path());
+    let script = "import gfal2, sys\n\
+                  ctx = gfal2.creat_context()\n\
+                  ctx.set_opt_string('FTP', 'USER', 'anonymous')\n\
+                  ctx.set_opt_string('FTP', 'PASSWORD', 'anonymous')\n\
+                  ctx.chmod(sys.argv[1], 0o600)\n\
+                  try:\n    ctx.chmod(sys.argv[1], 0o4755)\n    print('setuid set')\n\
+                  except gfal2.GError as e:\n    print('refused:', e.message)\n";
+    let out = Command::new(&py)
+        .args(["-c", script, &srv.url("f")])
+        .output()
+        .expect("run gfal2");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "gfal2 chmod: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("refused:") && stdout.contains("501"),
+        "{stdout}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
 }

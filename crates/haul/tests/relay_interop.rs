@@ -238,30 +238,6 @@ fn run_within(cmd: Command, limit: Duration) -> Output {
 // ---------------------------------------------------------------------------------------------
 // gfal2
 
-/// A Python interpreter that can `import gfal2` with its gridftp plugin loaded, or why not.
-/// (`/usr/bin/python3` first: a `python3` earlier on PATH, a pyenv one say, lacks the Debian
-/// package's module.)
-fn gfal2_python() -> Result<String, String> {
-    let probe = "import gfal2, sys\n\
-                 names = gfal2.creat_context().get_plugin_names()\n\
-                 sys.exit(0 if any(n.startswith('gridftp') for n in names) else 3)";
-    let mut why = Vec::new();
-    for py in ["/usr/bin/python3", "python3"] {
-        match Command::new(py).args(["-c", probe]).output() {
-            Ok(o) if o.status.success() => return Ok(py.to_string()),
-            Ok(o) if o.status.code() == Some(3) => why.push(format!(
-                "{py}: gfal2 has no gridftp plugin (gfal2-plugin-gridftp)"
-            )),
-            Ok(o) => why.push(format!(
-                "{py}: cannot import gfal2 (python3-gfal2): {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => why.push(format!("{py}: {e}")),
-        }
-    }
-    Err(why.join("; "))
-}
-
 /// What the gfal2 script does, through `base` (the relayed URL of the origin's root, ending in
 /// `/`); `direct` is the origin's own URL of the same root, for the third-party copies. The
 /// origin holds `data.bin`, `dir/{a,b,sub/}` and `gone.bin`; `local_src` is uploaded as
@@ -515,12 +491,8 @@ fn guc_partial_read_in_stream_mode_through_a_haul_relay() {
 
 #[test]
 fn gfal2_through_a_haul_relay_to_a_haul_origin() {
-    let py = match gfal2_python() {
-        Ok(py) => py,
-        Err(why) => {
-            eprintln!("skipping gfal2_through_a_haul_relay_to_a_haul_origin: {why}");
-            return;
-        }
+    let Some(py) = gfal2_or_skip("gfal2_through_a_haul_relay_to_a_haul_origin") else {
+        return;
     };
     let (o, r, logs) = (tmp(), tmp(), tmp());
     let data = random_bytes(3_000_029, 201);
@@ -549,12 +521,8 @@ fn gfal2_through_a_haul_relay_to_a_globus_origin() {
     if skip_without_globus("gfal2_through_a_haul_relay_to_a_globus_origin") {
         return;
     }
-    let py = match gfal2_python() {
-        Ok(py) => py,
-        Err(why) => {
-            eprintln!("skipping gfal2_through_a_haul_relay_to_a_globus_origin: {why}");
-            return;
-        }
+    let Some(py) = gfal2_or_skip("gfal2_through_a_haul_relay_to_a_globus_origin") else {
+        return;
     };
     let (o, r, logs) = (tmp(), tmp(), tmp());
     let data = random_bytes(3_000_029, 203);

@@ -17,6 +17,7 @@ pub fn is_transfer(c: &Command) -> bool {
             | Command::List(_)
             | Command::Nlst(_)
             | Command::Mlsd(_)
+            | Command::Mlsr(_)
     )
 }
 
@@ -49,6 +50,7 @@ pub fn expected_op(c: &Command) -> Option<TransferOp> {
         Command::List(p) => list(p, ListKind::List),
         Command::Nlst(p) => list(p, ListKind::Nlst),
         Command::Mlsd(p) => list(p, ListKind::Mlsd),
+        Command::Mlsr(p) => list(p, ListKind::Mlsr),
         _ => return None,
     })
 }

@@ -2,7 +2,7 @@
 //! function takes the upper-cased verb and the raw argument and returns `Ok(None)` for a verb
 //! outside its family.
 
-use super::{Command, CommandError, ProtLevel, Restart, TransferMode, TransferType};
+use super::{Command, CommandError, ModTime, ProtLevel, Restart, TransferMode, TransferType};
 use crate::hostport;
 use crate::markers::RangeSet;
 
@@ -43,7 +43,7 @@ pub(super) fn bad(verb: &'static str, reason: impl Into<String>) -> CommandError
 }
 
 /// Splits `n` whitespace-separated fields off the front of `s`, returning them and the rest.
-fn fields<'a>(
+pub(super) fn fields<'a>(
     verb: &'static str,
     s: &'a str,
     n: usize,
@@ -156,7 +156,8 @@ fn restart(arg: &str) -> Result<Restart, CommandError> {
 }
 
 /// Parses the later RFC extensions: FEAT and OPTS (RFC 2389), SIZE, MDTM, MLSD and MLST
-/// (RFC 3659), and AUTH, PBSZ and PROT (RFC 4217).
+/// (RFC 3659), AUTH, PBSZ and PROT (RFC 4217), MFMT (draft-somers-ftp-mfxx), and the Globus
+/// server's recursive MLSD, MLSR.
 pub(super) fn rfc_extensions(verb: &str, arg: &str) -> Result<Option<Command>, CommandError> {
     Ok(Some(match verb {
         "FEAT" => Command::Feat,
@@ -175,6 +176,14 @@ pub(super) fn rfc_extensions(verb: &str, arg: &str) -> Result<Option<Command>, C
         "MDTM" => Command::Mdtm(need("MDTM", arg)?),
         "MLSD" => Command::Mlsd(opt(arg)),
         "MLST" => Command::Mlst(opt(arg)),
+        "MLSR" => Command::Mlsr(opt(arg)),
+        "MFMT" => {
+            let (f, path) = fields("MFMT", arg, 1)?;
+            Command::Mfmt {
+                time: ModTime::parse(f[0]).map_err(|e| bad("MFMT", e))?,
+                path: need("MFMT", path)?,
+            }
+        }
         "AUTH" => Command::Auth(need("AUTH", arg)?.trim().to_ascii_uppercase()),
         "ADAT" => Command::Adat(need("ADAT", arg)?.trim().to_string()),
         "PBSZ" => Command::Pbsz(num("PBSZ", &need("PBSZ", arg)?)?),

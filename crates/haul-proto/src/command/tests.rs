@@ -107,3 +107,97 @@ fn rejects_malformed() {
         }
     );
 }
+
+#[test]
+fn parses_the_globus_server_additions() {
+    assert_eq!(rt("MLSR"), Command::Mlsr(None));
+    assert_eq!(rt("mlsr ~/tree/"), Command::Mlsr(Some("~/tree/".into())));
+    let t = ModTime::parse("20200102030405").unwrap();
+    assert_eq!(
+        rt("MFMT 20200102030405 /a b"),
+        Command::Mfmt {
+            time: t,
+            path: "/a b".into()
+        }
+    );
+    assert_eq!(
+        Command::parse("MFMT 20200102030405.250 f").unwrap(),
+        Command::Mfmt {
+            time: t,
+            path: "f".into()
+        }
+    );
+    for bad in [
+        "MFMT",
+        "MFMT 20200102030405",
+        "MFMT 2020010203040 f",
+        "MFMT 20201302030405 f",
+    ] {
+        assert!(
+            matches!(
+                Command::parse(bad),
+                Err(CommandError::BadArgument { .. } | CommandError::MissingArgument(_))
+            ),
+            "{bad} parsed"
+        );
+    }
+}
+
+#[test]
+fn parses_site_subcommands() {
+    let site = |s: &str| {
+        let Command::Site(text) = rt(s) else {
+            panic!("{s} is not SITE")
+        };
+        let c = SiteCommand::parse(&text).unwrap();
+        assert_eq!(SiteCommand::parse(&c.to_string()).unwrap(), c, "{s}");
+        c
+    };
+    assert_eq!(
+        site("SITE CHMOD 0644 /d/f x"),
+        SiteCommand::Chmod {
+            mode: 0o644,
+            path: "/d/f x".into()
+        }
+    );
+    assert_eq!(
+        site("site chgrp nogroup f"),
+        SiteCommand::Chgrp {
+            group: "nogroup".into(),
+            path: "f".into()
+        }
+    );
+    assert_eq!(
+        site("SITE UTIME 20210102030405 ~/f"),
+        SiteCommand::Utime {
+            time: ModTime::parse("20210102030405").unwrap(),
+            path: "~/f".into()
+        }
+    );
+    assert_eq!(
+        site("SITE SETDISKSTACK file"),
+        SiteCommand::SetDiskStack("file".into())
+    );
+    assert_eq!(site("SITE WHOAMI"), SiteCommand::Whoami);
+    assert_eq!(
+        site("SITE CLIENTINFO scheme=ftp;"),
+        SiteCommand::Other {
+            sub: "CLIENTINFO".into(),
+            arg: "scheme=ftp;".into()
+        }
+    );
+    for bad in [
+        "CHMOD 644",
+        "CHMOD 999 f",
+        "CHMOD 17777 f",
+        "CHMOD rw f",
+        "CHGRP g",
+        "UTIME f 20210102030405",
+        "UTIME 20210102030405",
+        "SETDISKSTACK  ",
+        "WHOAMI x",
+        "",
+    ] {
+        assert!(SiteCommand::parse(bad).is_err(), "{bad:?} parsed");
+    }
+}

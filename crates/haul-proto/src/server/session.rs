@@ -34,6 +34,7 @@ pub fn is_data_command(cmd: &Command) -> bool {
             | Command::List(_)
             | Command::Nlst(_)
             | Command::Mlsd(_)
+            | Command::Mlsr(_)
     )
 }
 

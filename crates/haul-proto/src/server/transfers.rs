@@ -1,7 +1,7 @@
 //! [`Transfers`]: the data-transfer family of a logged-in session. The settings of the next
 //! transfer (`TYPE`, `STRU`, `MODE`, `ALLO`, `SBUF`, `DCAU`, `REST`), the data-channel set-up
 //! (`PORT`, `EPRT`, `SPOR`, `PASV`, `EPSV`, `SPAS`), and the reply sequence of every transfer
-//! (`RETR`, `ERET`, `STOR`, `APPE`, `ESTO`, `LIST`, `NLST`, `MLSD`): the checks before it, its
+//! (`RETR`, `ERET`, `STOR`, `APPE`, `ESTO`, `LIST`, `NLST`, `MLSD`, `MLSR`): the checks before it, its
 //! `150` or `125`, and its final reply, with `ABOR` during a transfer (RFC 959 §4.1.3: `426` for
 //! the transfer, then `226` for the `ABOR`). The driver opens files, sockets and listeners and
 //! moves the data; the machine decides what is answered and when.
@@ -48,6 +48,8 @@ pub enum ListKind {
     Nlst,
     /// MLSD: RFC 3659 facts.
     Mlsd,
+    /// MLSR: RFC 3659 facts of a whole tree, each entry's path relative to the listed directory.
+    Mlsr,
 }
 
 /// How an upload writes its file.
@@ -78,7 +80,7 @@ pub enum TransferOp {
         /// How the file is written.
         kind: WriteKind,
     },
-    /// `LIST`, `NLST` or `MLSD`: send a listing.
+    /// `LIST`, `NLST`, `MLSD` or `MLSR`: send a listing.
     List {
         /// The path as the client gave it, if it gave one.
         path: Option<String>,
@@ -304,6 +306,7 @@ impl Transfers {
             Command::List(path) => self.list(path, ListKind::List),
             Command::Nlst(path) => self.list(path, ListKind::Nlst),
             Command::Mlsd(path) => self.list(path, ListKind::Mlsd),
+            Command::Mlsr(path) => self.list(path, ListKind::Mlsr),
             other => self.reply(
                 502,
                 format!("{} is not a data-transfer command.", other.verb()),

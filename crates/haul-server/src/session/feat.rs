@@ -3,7 +3,7 @@
 
 use std::io;
 
-use haul_proto::command::RetrOptions;
+use haul_proto::command::{RetrOptions, SiteCommand};
 use haul_proto::{Command, Reply};
 use haul_transport::checksum::Algorithm;
 
@@ -52,6 +52,9 @@ impl Session<'_> {
             "REST STREAM".to_string(),
             "MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;UNIX.uid*;UNIX.gid*;".to_string(),
             "MLSD".to_string(),
+            "MLSR".to_string(),
+            "MFMT".to_string(),
+            "WHOAMI".to_string(),
             format!("CKSM {algs}"),
             "HAUL 1".to_string(),
             "PLUT 1;START".to_string(),
@@ -95,18 +98,32 @@ impl Session<'_> {
             "The following commands are recognized:".to_string(),
             "    ABOR    ALLO    APPE    AUTH    CDUP    CKSM    CWD     DCAU".to_string(),
             "    DELE    EPRT    EPSV    ERET    ESTO    FEAT    HELP    LIST".to_string(),
-            "    MDTM    MKD     MLSD    MLST    MODE    NLST    NOOP    OPTS".to_string(),
-            "    PASS    PASV    PBSZ    PORT    PROT    PWD     QUIT    REST".to_string(),
-            "    RETR    RMD     RNFR    RNTO    SBUF    SITE    SIZE    SPAS".to_string(),
-            "    SPOR    STAT    STOR    STRU    SYST    TYPE    USER".to_string(),
+            "    MDTM    MFMT    MKD     MLSD    MLSR    MLST    MODE    NLST".to_string(),
+            "    NOOP    OPTS    PASS    PASV    PBSZ    PORT    PROT    PWD".to_string(),
+            "    QUIT    REST    RETR    RMD     RNFR    RNTO    SBUF    SITE".to_string(),
+            "    SIZE    SPAS    SPOR    STAT    STOR    STRU    SYST    TYPE".to_string(),
+            "    USER".to_string(),
+            "SITE commands:".to_string(),
+            "    CHGRP   CHMOD   UTIME   WHOAMI  SETDISKSTACK     CLIENTINFO".to_string(),
             "End".to_string(),
         ];
         self.ctl.send(&Reply::multi(code, lines))
     }
 
     fn cmd_site(&mut self, text: &str) -> io::Result<()> {
-        let (sub, rest) = text.split_once(' ').unwrap_or((text, ""));
-        match sub.to_ascii_uppercase().as_str() {
+        let cmd = match SiteCommand::parse(text) {
+            Ok(c) => c,
+            Err(e) => return self.ctl.reply(501, format!("{e}.")),
+        };
+        let (sub, rest) = match cmd {
+            SiteCommand::Chmod { mode, path } => return self.cmd_site_chmod(mode, &path),
+            SiteCommand::Chgrp { group, path } => return self.cmd_site_chgrp(&group, &path),
+            SiteCommand::Utime { time, path } => return self.cmd_site_utime(time, &path),
+            SiteCommand::SetDiskStack(stack) => return self.cmd_setdiskstack(&stack),
+            SiteCommand::Whoami => return self.ctl.reply(200, self.user_name.clone()),
+            SiteCommand::Other { sub, arg } => (sub, arg),
+        };
+        match sub.as_str() {
             "HELP" => self.help(214),
             "CLIENTINFO" => self.ctl.reply(250, "OK."),
             "SETNETSTACK" => self.cmd_setnetstack(rest.trim()),
@@ -114,6 +131,23 @@ impl Session<'_> {
             "BTC" => self.cmd_btc(),
             _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
         }
+    }
+
+    /// `SITE SETDISKSTACK stack` (`globus-url-copy -fsstack`): haul's storage is the plain file
+    /// system, Globus's `file` driver, so that stack is accepted and any other refused, as the
+    /// Globus server refuses a driver it does not have.
+    fn cmd_setdiskstack(&mut self, stack: &str) -> io::Result<()> {
+        if stack.eq_ignore_ascii_case("file") {
+            return self.ctl.reply(250, "OK.");
+        }
+        let bad = stack
+            .split(',')
+            .find(|d| !d.trim().eq_ignore_ascii_case("file"))
+            .unwrap_or(stack);
+        self.ctl.reply(
+            504,
+            format!("SITE SETDISKSTACK {stack}: this server stores through the file driver only, not {bad:?}."),
+        )
     }
 
     /// `SITE BTC`: this server's current throughput predictions for the peers it has served,

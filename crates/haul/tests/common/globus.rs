@@ -441,3 +441,38 @@ pub fn assert_success(out: &Output, what: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A Python interpreter that can `import gfal2` with its gridftp plugin loaded, or why not.
+/// (`/usr/bin/python3` first: a `python3` earlier on PATH, a pyenv one say, lacks the Debian
+/// package's module.)
+pub fn gfal2_python() -> Result<String, String> {
+    let probe = "import gfal2, sys\n\
+                 names = gfal2.creat_context().get_plugin_names()\n\
+                 sys.exit(0 if any(n.startswith('gridftp') for n in names) else 3)";
+    let mut why = Vec::new();
+    for py in ["/usr/bin/python3", "python3"] {
+        match Command::new(py).args(["-c", probe]).output() {
+            Ok(o) if o.status.success() => return Ok(py.to_string()),
+            Ok(o) if o.status.code() == Some(3) => why.push(format!(
+                "{py}: gfal2 has no gridftp plugin (gfal2-plugin-gridftp)"
+            )),
+            Ok(o) => why.push(format!(
+                "{py}: cannot import gfal2 (python3-gfal2): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => why.push(format!("{py}: {e}")),
+        }
+    }
+    Err(why.join("; "))
+}
+
+/// [`gfal2_python`], or None after printing why `test` is skipped.
+pub fn gfal2_or_skip(test: &str) -> Option<String> {
+    match gfal2_python() {
+        Ok(py) => Some(py),
+        Err(why) => {
+            eprintln!("skipping {test}: {why}");
+            None
+        }
+    }
+}

@@ -39,7 +39,8 @@ pub struct Args {
     /// and --tcp-buffer where those are not given.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Checksum algorithm: xxhc (default with haul peers), xxh128, md5, adler32, crc32c.
+    /// Checksum algorithm: xxhc (default with haul peers), xxh128, md5, adler32, crc32c, sha1,
+    /// sha256, sha512.
     #[arg(long)]
     pub checksum: Option<Algorithm>,
     /// Move data without end-to-end verification.
