@@ -52,6 +52,11 @@ pub struct ServerConfig {
     pub journal: Option<std::sync::Arc<dyn crate::journal::TransferLog>>,
     /// The throughput predictions it shares with `SITE BTC` (none: the command is refused).
     pub predictions: Option<std::sync::Arc<dyn crate::journal::Predictions>>,
+    /// Ports passive data listeners (TCP, UDT and PLUT) are bound in, inclusive, for a
+    /// firewall to open (`haul serve --data-ports`); none: any port the kernel gives.
+    pub data_ports: Option<(u16, u16)>,
+    /// What else a reload (`SIGHUP`) loads again, beyond the users file and TLS material.
+    pub reloaders: Vec<std::sync::Arc<dyn crate::ops::Reload>>,
 }
 
 impl ServerConfig {
@@ -78,6 +83,8 @@ impl ServerConfig {
             relay: None,
             journal: None,
             predictions: None,
+            data_ports: None,
+            reloaders: Vec::new(),
         }
     }
 }

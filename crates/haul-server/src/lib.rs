@@ -17,7 +17,10 @@
 //! - `transfer`, `listing`, `control`: a session's transfers, directory listings and the
 //!   (optionally TLS) control stream; `upload`: STOR / APPE / ESTO; `plut_transfer`: RETR / STOR
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
-//! - [`journal`]: the record of each served transfer, for the history.
+//! - [`journal`]: the record of each served transfer (and of sessions, refusals, failed
+//!   logins), for the history and the metrics.
+//! - [`ops`]: operating a running server: reload (`SIGHUP`) and drain (`SIGTERM`).
+//! - [`metrics`]: Prometheus metrics of a server and the bounded HTTP endpoint serving them.
 //! - [`relay`]: the hook through which commands on nested URLs reach a next hop (haul-overlay
 //!   implements it), driven by `session::relay`.
 
@@ -27,6 +30,8 @@ mod control;
 mod datachan;
 pub mod journal;
 mod listing;
+pub mod metrics;
+pub mod ops;
 mod plut_transfer;
 pub mod relay;
 pub mod server;
@@ -37,6 +42,7 @@ mod vfs;
 
 pub use auth::{hash_password, Users};
 pub use config::ServerConfig;
+pub use ops::{Reload, Reloaded, ServerOps};
 pub use server::{Server, ServerHandle};
 
 /// A server could not start.

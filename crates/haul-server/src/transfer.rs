@@ -66,7 +66,7 @@ impl Session<'_> {
             sbuf: self.sbuf(),
             timeout: cfg.data_timeout,
             tls: if self.prot_private() {
-                self.shared.tls.clone()
+                self.shared.tls()
             } else {
                 None
             },

@@ -52,7 +52,7 @@ impl Session<'_> {
                 ServerAction::Defer(r) => self.ctl.defer(&r),
                 ServerAction::Forward(cmd) => self.route(cmd)?,
                 ServerAction::StartTls => {
-                    let upgraded = match self.shared.tls.clone() {
+                    let upgraded = match self.shared.tls() {
                         Some(cfg) => self.ctl.upgrade(cfg),
                         None => Err(io::Error::other("no TLS configuration")),
                     };
@@ -87,7 +87,7 @@ impl Session<'_> {
                 relay: cfg.relay.as_ref().is_some_and(|r| r.anonymous_may_relay()),
             })
         } else {
-            self.shared.users.verify(name, pw)
+            self.shared.users().verify(name, pw)
         };
         let Some(a) = access else {
             self.login_failed(name)?;
@@ -104,6 +104,9 @@ impl Session<'_> {
             if *n >= max {
                 drop(m);
                 tracing::warn!(user = %name, max, "session limit per user reached");
+                self.shared.event(crate::journal::ServerEvent::Refused(
+                    "max_sessions_per_user",
+                ));
                 return Ok(Verdict::Refused(Reply::new(
                     421,
                     format!("Too many sessions for {name} (limit {max}); try again later."),
@@ -132,6 +135,7 @@ impl Session<'_> {
     /// A failed login: waits the back-off for this address's recent failures before the login
     /// machine answers `530` (and closes the session at its limit).
     fn login_failed(&mut self, name: &str) -> io::Result<()> {
+        self.shared.event(crate::journal::ServerEvent::LoginFailed);
         let failures = self.machine.login_state().failures() + 1;
         let recent = {
             let mut m = self
