@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole haul test suite, from a fresh Debian machine: installs the real peers the tests
-# run against (Grid Community Toolkit with its UDT driver, iperf3, UDT4, gfal2), checks formatting and clippy lints, then
+# run against (Grid Community Toolkit with its UDT driver, iperf3, UDT4, gfal2, Prometheus), checks formatting and clippy lints, then
 # runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,8 @@ command -v iperf3 >/dev/null               || need+=(iperf3)
 # Globus's UDT XIO driver (only a Recommends of the server), for the UDT interop tests.
 dpkg -s libglobus-xio-udt-driver >/dev/null 2>&1 || need+=(libglobus-xio-udt-driver)
 command -v ip >/dev/null                   || need+=(iproute2)
+# A real Prometheus that scrapes `haul serve --metrics` (crates/haul/tests/serve_ops.rs).
+[ -x /usr/bin/prometheus ]                 || need+=(prometheus)
 # gfal2, the library FTS and Rucio move data through, with its GridFTP plugin (relay interop).
 /usr/bin/python3 -c 'import gfal2' 2>/dev/null || need+=(python3-gfal2)
 dpkg -s gfal2-plugin-gridftp >/dev/null 2>&1 || need+=(gfal2-plugin-gridftp)

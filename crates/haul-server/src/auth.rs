@@ -159,78 +159,43 @@ pub fn open_private(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// The text of a users file that only its owner may write.
+fn read_private(path: &Path) -> Result<String, UsersError> {
+    let mut text = String::new();
+    open_private(path, "users file")
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|source| UsersError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok(text)
+}
+
 impl Users {
     /// Loads a users file.
     pub fn load(path: &Path) -> Result<Users, UsersError> {
-        let read = |source| UsersError::Read {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut text = String::new();
-        open_private(path, "users file")
-            .and_then(|mut f| f.read_to_string(&mut text))
-            .map_err(read)?;
-        Users::parse(&text, &path.display().to_string())
+        Users::parse(&read_private(path)?, &path.display().to_string())
     }
 
     /// Parses users-file text; `path` only names the source in errors.
     pub fn parse(text: &str, path: &str) -> Result<Users, UsersError> {
-        let mut entries = HashMap::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let err = |reason: String| UsersError::Line {
-                path: path.to_string(),
-                line: i + 1,
-                reason,
-            };
-            let (name, rest) = line
-                .split_once(':')
-                .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
-            let (hash, perm) = rest
-                .rsplit_once(':')
-                .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
-            if name.is_empty() {
-                return Err(err("empty user name".into()));
-            }
-            PasswordHash::new(hash).map_err(|e| err(format!("bad password hash: {e}")))?;
-            let mut flags = perm.split(',');
-            let write = match flags.next() {
-                Some("rw") => true,
-                Some("ro") => false,
-                other => {
-                    return Err(err(format!(
-                        "permission {:?} is not rw or ro",
-                        other.unwrap_or_default()
-                    )))
-                }
-            };
-            let (mut third_party, mut relay) = (false, false);
-            for f in flags {
-                match f {
-                    "third-party" => third_party = true,
-                    "relay" => relay = true,
-                    other => {
-                        return Err(err(format!(
-                            "unknown permission {other:?} (known: third-party, relay)"
-                        )))
-                    }
-                }
-            }
-            entries.insert(
-                name.to_string(),
-                Entry {
-                    hash: hash.to_string(),
-                    access: Access {
-                        write,
-                        third_party,
-                        relay,
-                    },
-                },
-            );
-        }
+        Users::with_verifiers(parse_entries(text, path)?, verifiers())
+    }
+
+    /// Loads the users file again (`SIGHUP`): the new users share this one's verifier threads,
+    /// so the bound on verifications at once holds across a reload.
+    pub fn reload(&self, path: &Path) -> Result<Users, UsersError> {
+        Users::with_verifiers(
+            parse_entries(&read_private(path)?, &path.display().to_string())?,
+            self.jobs.clone(),
+        )
+    }
+
+    /// Users with these entries, a fresh decoy hash and the verifier threads behind `jobs`.
+    fn with_verifiers(
+        entries: HashMap<String, Entry>,
+        jobs: mpsc::Sender<Job>,
+    ) -> Result<Users, UsersError> {
         let mut random = [0u8; 24];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut random))
@@ -244,10 +209,83 @@ impl Users {
         Ok(Users {
             entries,
             decoy,
-            jobs: verifiers(),
+            jobs,
         })
     }
 
+    /// How many named users there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no named user may log in.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The entries of users-file text; `path` only names the source in errors.
+fn parse_entries(text: &str, path: &str) -> Result<HashMap<String, Entry>, UsersError> {
+    let mut entries = HashMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |reason: String| UsersError::Line {
+            path: path.to_string(),
+            line: i + 1,
+            reason,
+        };
+        let (name, rest) = line
+            .split_once(':')
+            .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
+        let (hash, perm) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| err("expected name:hash:rw|ro".into()))?;
+        if name.is_empty() {
+            return Err(err("empty user name".into()));
+        }
+        PasswordHash::new(hash).map_err(|e| err(format!("bad password hash: {e}")))?;
+        let mut flags = perm.split(',');
+        let write = match flags.next() {
+            Some("rw") => true,
+            Some("ro") => false,
+            other => {
+                return Err(err(format!(
+                    "permission {:?} is not rw or ro",
+                    other.unwrap_or_default()
+                )))
+            }
+        };
+        let (mut third_party, mut relay) = (false, false);
+        for f in flags {
+            match f {
+                "third-party" => third_party = true,
+                "relay" => relay = true,
+                other => {
+                    return Err(err(format!(
+                        "unknown permission {other:?} (known: third-party, relay)"
+                    )))
+                }
+            }
+        }
+        entries.insert(
+            name.to_string(),
+            Entry {
+                hash: hash.to_string(),
+                access: Access {
+                    write,
+                    third_party,
+                    relay,
+                },
+            },
+        );
+    }
+    Ok(entries)
+}
+
+impl Users {
     /// Password verifications that may run at once, server-wide (the verifier threads).
     pub const VERIFIERS: usize = 2;
 

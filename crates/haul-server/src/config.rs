@@ -56,6 +56,11 @@ pub struct ServerConfig {
     pub predictions: Option<std::sync::Arc<dyn crate::journal::Predictions>>,
     /// The depth and size bounds of one `MLSR` listing.
     pub mlsr_limits: crate::listing::TreeLimits,
+    /// Ports passive data listeners (TCP, UDT and PLUT) are bound in, inclusive, for a
+    /// firewall to open (`haul serve --data-ports`); none: any port the kernel gives.
+    pub data_ports: Option<(u16, u16)>,
+    /// What else a reload (`SIGHUP`) loads again, beyond the users file and TLS material.
+    pub reloaders: Vec<std::sync::Arc<dyn crate::ops::Reload>>,
 }
 
 impl ServerConfig {
@@ -84,6 +89,8 @@ impl ServerConfig {
             journal: None,
             predictions: None,
             mlsr_limits: Default::default(),
+            data_ports: None,
+            reloaders: Vec::new(),
         }
     }
 }

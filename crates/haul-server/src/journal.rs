@@ -40,10 +40,50 @@ pub struct ServedTransfer {
     pub outcome: Result<(), String>,
 }
 
-/// Where a server's transfer records go.
+/// Something that happened on a server besides a transfer, for its metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A control session was admitted.
+    SessionOpened,
+    /// An admitted control session ended.
+    SessionClosed,
+    /// A client was turned away at a limit (the limit's flag, in `snake_case`).
+    Refused(&'static str),
+    /// A login failed (wrong password, unknown user, anonymous not allowed).
+    LoginFailed,
+    /// A reload (`SIGHUP`) was done, whole or not.
+    Reloaded {
+        /// Everything loaded.
+        ok: bool,
+    },
+}
+
+/// Where a server's transfer records (and its other events) go.
 pub trait TransferLog: Send + Sync + std::fmt::Debug {
     /// Takes one record; must not block the session for long.
     fn record(&self, t: ServedTransfer);
+    /// Takes one event; must not block (the default ignores it).
+    fn event(&self, _e: ServerEvent) {}
+}
+
+/// Several logs as one: each record and event goes to every log, in order.
+#[derive(Debug, Default)]
+pub struct Tee(pub Vec<std::sync::Arc<dyn TransferLog>>);
+
+impl TransferLog for Tee {
+    fn record(&self, t: ServedTransfer) {
+        if let Some((last, rest)) = self.0.split_last() {
+            for log in rest {
+                log.record(t.clone());
+            }
+            last.record(t);
+        }
+    }
+    fn event(&self, e: ServerEvent) {
+        for log in &self.0 {
+            log.event(e);
+        }
+    }
 }
 
 /// Where a server's shared predictions come from (`haul serve`: its history).

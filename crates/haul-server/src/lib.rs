@@ -19,7 +19,10 @@
 //!   over PLUT (UDP) once a client selected it with `OPTS HAUL Transport=plut`.
 //! - [`gsi`]: GSI (`AUTH GSSAPI`, grid-mapfile logins, `DCAU` on data connections), with the
 //!   GSS context moved into `control` once established.
-//! - [`journal`]: the record of each served transfer, for the history.
+//! - [`journal`]: the record of each served transfer (and of sessions, refusals, failed
+//!   logins), for the history and the metrics.
+//! - [`ops`]: operating a running server: reload (`SIGHUP`) and drain (`SIGTERM`).
+//! - [`metrics`]: Prometheus metrics of a server and the bounded HTTP endpoint serving them.
 //! - [`relay`]: the hook through which commands on nested URLs reach a next hop (haul-overlay
 //!   implements it), driven by `session::relay`.
 
@@ -30,6 +33,8 @@ mod datachan;
 pub mod gsi;
 pub mod journal;
 mod listing;
+pub mod metrics;
+pub mod ops;
 mod plut_transfer;
 pub mod relay;
 pub mod server;
@@ -40,6 +45,7 @@ mod vfs;
 
 pub use auth::{hash_password, Users};
 pub use config::ServerConfig;
+pub use ops::{Reload, Reloaded, ServerOps};
 pub use server::{Server, ServerHandle};
 
 /// A server could not start.

@@ -136,7 +136,7 @@ impl Session<'_> {
                     }
                 };
                 let ip = self.ctl.local_ip()?;
-                let sock = match plut::bind(SocketAddr::new(ip, 0), &Tuning::default()) {
+                let sock = match self.bind_passive(ip, |a| plut::bind(a, &Tuning::default())) {
                     Ok(s) => s,
                     Err(e) => return self.ctl.reply(425, format!("Can't open PLUT socket: {e}")),
                 };

@@ -5,36 +5,32 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::RwLock;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::auth::{open_private, Users};
 use crate::config::ServerConfig;
 use crate::control::Control;
+use crate::journal::ServerEvent;
+use crate::ops::{Live, ServerOps};
 use crate::session::{Session, Shared};
 use crate::vfs::Root;
 use crate::ServerError;
 
 /// Live sessions' control sockets, so shutdown can close them.
-type Registry = Mutex<HashMap<u64, TcpStream>>;
+pub(crate) type Registry = Mutex<HashMap<u64, TcpStream>>;
 
 /// A bound GridFTP server.
 pub struct Server {
     listener: TcpListener,
     /// Sessions open per client address.
     per_ip: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
-    active: Arc<AtomicUsize>,
-    registry: Arc<Registry>,
+    ops: ServerOps,
 }
 
 /// A server running on a background thread; stops on drop.
 pub struct ServerHandle {
-    addr: SocketAddr,
-    active: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    registry: Arc<Registry>,
+    ops: ServerOps,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -84,62 +80,56 @@ impl Server {
             Err(e) => return Err(root_err(e.to_string())),
         }
         let vfs = Root::new(&cfg.root).map_err(|e| root_err(e.to_string()))?;
-        let users = match cfg.users.as_deref() {
-            Some(path) => Users::load(path)?,
-            None => Users::parse("", "(no users file)")?,
-        };
-        let tls = match &cfg.tls {
-            Some((cert, key)) => {
-                open_private(key, "TLS key")?;
-                Some(haul_transport::tls::server_config(cert, key)?)
-            }
-            None => None,
-        };
-        if cfg.require_tls && tls.is_none() {
+        let live = Live::load(&cfg, None)?;
+        if cfg.require_tls && live.tls.is_none() {
             return Err(ServerError::Config(
                 "--require-tls needs --tls-cert and --tls-key".into(),
             ));
         }
-        let gsi = match &cfg.gsi {
-            Some(s) => Some(Arc::new(
-                crate::gsi::GsiServer::load(s)
-                    .map_err(|e| ServerError::Config(format!("GSI: {e}")))?,
-            )),
-            None => None,
-        };
         let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
             addr: cfg.listen,
             source,
         })?;
+        let addr = listener.local_addr()?;
         Ok(Server {
             listener,
-            shared: Arc::new(Shared {
-                cfg,
-                vfs,
-                users,
-                tls,
-                gsi,
-                writers: Default::default(),
-                failures: Default::default(),
-                per_user: Default::default(),
-            }),
+            ops: ServerOps {
+                shared: Arc::new(Shared {
+                    cfg,
+                    vfs,
+                    live: RwLock::new(Arc::new(live)),
+                    draining: AtomicBool::new(false),
+                    next_port: Default::default(),
+                    writers: Default::default(),
+                    failures: Default::default(),
+                    per_user: Default::default(),
+                }),
+                stop: Arc::new(AtomicBool::new(false)),
+                active: Arc::new(AtomicUsize::new(0)),
+                registry: Arc::new(Mutex::new(HashMap::new())),
+                addr,
+                closed: Default::default(),
+            },
             per_ip: Default::default(),
-            stop: Arc::new(AtomicBool::new(false)),
-            active: Arc::new(AtomicUsize::new(0)),
-            registry: Arc::new(Mutex::new(HashMap::new())),
         })
+    }
+
+    /// The operator's handle: reload, drain, close (for a signal thread).
+    pub fn ops(&self) -> ServerOps {
+        self.ops.clone()
     }
 
     /// The address the control port is bound to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
+        Ok(self.ops.addr)
     }
 
-    /// Serves until stopped (forever when run directly).
+    /// Serves until stopped or drained (forever when run directly); the control port closes
+    /// when it returns, while the sessions still open go on.
     pub fn run(self) -> Result<(), ServerError> {
         let next_id = AtomicU64::new(0);
         for conn in self.listener.incoming() {
-            if self.stop.load(Ordering::SeqCst) {
+            if self.ops.stop.load(Ordering::SeqCst) {
                 break;
             }
             let tcp = match conn {
@@ -151,16 +141,21 @@ impl Server {
             };
             self.admit(tcp, next_id.fetch_add(1, Ordering::Relaxed));
         }
+        let ops = self.ops.clone();
+        drop(self);
+        ops.port_closed();
         Ok(())
     }
 
     fn admit(&self, tcp: TcpStream, id: u64) {
         let Ok(peer) = tcp.peer_addr() else { return };
-        let cfg = &self.shared.cfg;
+        let ops = &self.ops;
+        let cfg = &ops.shared.cfg;
         let (max, per_ip) = (cfg.max_sessions, cfg.max_sessions_per_ip);
-        if self.active.fetch_add(1, Ordering::SeqCst) >= max {
-            self.active.fetch_sub(1, Ordering::SeqCst);
+        if ops.active.fetch_add(1, Ordering::SeqCst) >= max {
+            ops.active.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(%peer, max, "session limit reached");
+            ops.shared.event(ServerEvent::Refused("max_sessions"));
             refuse(
                 tcp,
                 &format!("421 Too many sessions (limit {max}); try again later.\r\n"),
@@ -172,8 +167,10 @@ impl Server {
             let n = m.entry(peer.ip()).or_insert(0);
             if *n >= per_ip {
                 drop(m);
-                self.active.fetch_sub(1, Ordering::SeqCst);
+                ops.active.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(%peer, per_ip, "session limit per address reached");
+                ops.shared
+                    .event(ServerEvent::Refused("max_sessions_per_ip"));
                 refuse(
                     tcp,
                     &format!(
@@ -188,22 +185,24 @@ impl Server {
         let guard = SessionGuard {
             id,
             ip: peer.ip(),
-            active: self.active.clone(),
+            active: ops.active.clone(),
             per_ip: self.per_ip.clone(),
-            registry: self.registry.clone(),
+            registry: ops.registry.clone(),
         };
-        if let (Ok(mut r), Ok(c)) = (self.registry.lock(), tcp.try_clone()) {
+        if let (Ok(mut r), Ok(c)) = (ops.registry.lock(), tcp.try_clone()) {
             r.insert(id, c);
         }
-        let shared = self.shared.clone();
+        let shared = ops.shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("haul-session-{id}"))
             .spawn(move || {
                 tracing::info!(%peer, "session start");
+                shared.event(ServerEvent::SessionOpened);
                 let result = Control::new(tcp, shared.cfg.idle_timeout)
                     .and_then(|ctl| Session::new(&shared, ctl)?.run());
                 // Free the slot before the client sees the close, so it may reconnect at once.
                 drop(guard);
+                shared.event(ServerEvent::SessionClosed);
                 match result {
                     Ok(mut ctl) => {
                         ctl.close();
@@ -220,10 +219,7 @@ impl Server {
     /// Binds and runs the server on a background thread.
     pub fn spawn(cfg: ServerConfig) -> Result<ServerHandle, ServerError> {
         let server = Server::bind(cfg)?;
-        let addr = server.local_addr()?;
-        let stop = server.stop.clone();
-        let registry = server.registry.clone();
-        let active = server.active.clone();
+        let ops = server.ops();
         let thread = std::thread::Builder::new()
             .name("haul-server".into())
             .spawn(move || {
@@ -232,10 +228,7 @@ impl Server {
                 }
             })?;
         Ok(ServerHandle {
-            addr,
-            active,
-            stop,
-            registry,
+            ops,
             thread: Some(thread),
         })
     }
@@ -244,12 +237,17 @@ impl Server {
 impl ServerHandle {
     /// The control address (with the real port when port 0 was asked for).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.ops.addr
     }
 
     /// Control sessions open now (each one's slot is freed when its thread is done with it).
     pub fn sessions(&self) -> usize {
-        self.active.load(Ordering::SeqCst)
+        self.ops.sessions()
+    }
+
+    /// The operator's handle: reload, drain, close.
+    pub fn ops(&self) -> ServerOps {
+        self.ops.clone()
     }
 
     /// Stops accepting, closes live sessions and waits for the accept loop to end.
@@ -258,14 +256,8 @@ impl ServerHandle {
     }
 
     fn stop_now(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept so it sees the flag.
-        let _ = TcpStream::connect(self.addr);
-        if let Ok(r) = self.registry.lock() {
-            for s in r.values() {
-                let _ = s.shutdown(std::net::Shutdown::Both);
-            }
-        }
+        self.ops.stop_accepting();
+        self.ops.close_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -33,6 +33,7 @@ use crate::auth::{Access, Users};
 use crate::config::ServerConfig;
 use crate::control::{Control, Input};
 use crate::datachan::DataState;
+use crate::ops::Live;
 use crate::vfs::Root;
 
 pub use cksm::{FileId, KnownChunks, KnownDigest};
@@ -43,18 +44,53 @@ pub struct Shared {
     pub cfg: ServerConfig,
     /// The served root.
     pub vfs: Root,
-    /// Named users (none without a users file).
-    pub users: Users,
-    /// TLS configuration, if AUTH TLS is offered.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// GSI material, if AUTH GSSAPI is offered.
-    pub gsi: Option<Arc<crate::gsi::GsiServer>>,
+    /// What `SIGHUP` reloads (users, TLS); each session reads it afresh when it needs it, so a
+    /// reload changes later logins and handshakes and no running session.
+    pub live: std::sync::RwLock<Arc<Live>>,
+    /// Set when the server drains: sessions close after their running transfer.
+    pub draining: std::sync::atomic::AtomicBool,
+    /// Where the next data port of `--data-ports` is looked for.
+    pub next_port: std::sync::atomic::AtomicU32,
     /// The files being uploaded, one writer each.
     pub writers: crate::upload::Writers,
     /// Recent failed logins by address.
     pub failures: Failures,
     /// Logged-in sessions by named user.
     pub per_user: Mutex<HashMap<String, usize>>,
+}
+
+impl Shared {
+    /// The reloadable parts in force now.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The named users in force now.
+    pub fn users(&self) -> Arc<Users> {
+        self.live().users.clone()
+    }
+
+    /// The TLS configuration in force now, if AUTH TLS is offered.
+    pub fn tls(&self) -> Option<Arc<rustls::ServerConfig>> {
+        self.live().tls.clone()
+    }
+
+    /// The GSI material in force now, if AUTH GSSAPI is offered.
+    pub fn gsi(&self) -> Option<Arc<crate::gsi::GsiServer>> {
+        self.live().gsi.clone()
+    }
+
+    /// Tells the configured log (the metrics) of `e`.
+    pub fn event(&self, e: crate::journal::ServerEvent) {
+        if let Some(j) = &self.cfg.journal {
+            j.event(e);
+        }
+    }
+
+    /// Whether the server is draining.
+    pub fn draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// Whether the session goes on after a command.
@@ -106,6 +142,31 @@ pub struct Session<'a> {
     pub(crate) gsi: login::GsiState,
 }
 
+/// How often a session waiting for a command looks whether the server drains.
+const DRAIN_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// While the server drains, how long a session may wait for its client's next command.
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The reply that closes a session of a draining server.
+const DRAINING: &str =
+    "Server shutting down; reconnect later (transfers resume from restart markers).";
+
+/// Whether `cmd` starts a transfer, which a draining server refuses.
+fn starts_transfer(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::Retr(_)
+            | Command::Eret { .. }
+            | Command::Stor(_)
+            | Command::Esto { .. }
+            | Command::Appe(_)
+            | Command::List(_)
+            | Command::Nlst(_)
+            | Command::Mlsd(_)
+    )
+}
+
 /// Failed logins per client address, for the back-off: (count, time of the last).
 pub type Failures = Mutex<HashMap<IpAddr, (u32, Instant)>>;
 
@@ -138,8 +199,8 @@ impl<'a> Session<'a> {
         let peer = ctl.peer_ip()?;
         let login = LoginConfig {
             require_tls: shared.cfg.require_tls,
-            tls_available: shared.tls.is_some(),
-            gsi_available: shared.gsi.is_some(),
+            tls_available: shared.tls().is_some(),
+            gsi_available: shared.gsi().is_some(),
             max_failures: haul_proto::server::MAX_LOGIN_FAILURES,
         };
         let data = DataConfig {
@@ -187,7 +248,11 @@ impl<'a> Session<'a> {
             } else {
                 idle_by
             };
-            let line = match self.ctl.next_line(deadline)? {
+            let Some(input) = self.next_input(deadline)? else {
+                let _ = self.ctl.reply(421, DRAINING);
+                break;
+            };
+            let line = match input {
                 Input::Line(l) => l,
                 Input::Closed => break,
                 Input::Idle if self.access.is_none() && Instant::now() >= login_by => {
@@ -246,6 +311,10 @@ impl<'a> Session<'a> {
             };
             tracing::debug!(command = shown, "control command");
             let flow = match Command::parse(&line) {
+                Ok(cmd) if self.shared.draining() && starts_transfer(&cmd) => {
+                    let _ = self.ctl.reply(421, DRAINING);
+                    break;
+                }
                 Ok(cmd) => self.dispatch(cmd)?,
                 Err(e) => {
                     let code = match e {
@@ -263,6 +332,29 @@ impl<'a> Session<'a> {
         self.data.drop_all();
         self.hop = None;
         Ok(self.ctl)
+    }
+
+    /// The next input by `deadline`, or None when the server drains and the client sent no
+    /// command for [`DRAIN_GRACE`] (a transfer running when the drain began finishes first).
+    fn next_input(&mut self, mut deadline: Instant) -> io::Result<Option<Input>> {
+        let mut draining = false;
+        loop {
+            if !draining && self.shared.draining() {
+                // Commands that finish a transfer (its CKSM) may follow it; silence may not.
+                draining = true;
+                deadline = deadline.min(Instant::now() + DRAIN_GRACE);
+            }
+            let wake = if draining {
+                deadline
+            } else {
+                deadline.min(Instant::now() + DRAIN_POLL)
+            };
+            match self.ctl.next_line(wake)? {
+                Input::Idle if draining => return Ok(None),
+                Input::Idle if Instant::now() < deadline => {}
+                input => return Ok(Some(input)),
+            }
+        }
     }
 
     /// Answers one command: first sends the replies the previous command deferred, then hands

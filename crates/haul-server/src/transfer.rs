@@ -66,7 +66,7 @@ impl Session<'_> {
             sbuf: self.sbuf(),
             timeout: cfg.data_timeout,
             tls: if self.prot_private() {
-                self.shared.tls.clone()
+                self.shared.tls()
             } else {
                 None
             },
@@ -82,7 +82,7 @@ impl Session<'_> {
     fn data_gsi(&self) -> Option<haul_transport::gsi::DataGsi> {
         use haul_proto::server::Dcau;
         use haul_transport::gsi::Expect;
-        let g = self.shared.gsi.as_ref()?;
+        let g = self.shared.gsi()?;
         let peer = self.gsi.peer.as_ref()?;
         let expect = match self.machine.transfer_state().dcau() {
             Dcau::None => return None,

@@ -448,3 +448,27 @@ fn a_udt_connection_from_another_host_is_closed_unread() {
         "only the client's bytes"
     );
 }
+
+/// `data_ports`: passive listeners take ports in the range only, skip the busy ones, and a
+/// session that finds none free gets `425`.
+#[test]
+fn passive_ports_stay_in_the_data_port_range() {
+    let dir = tempfile::tempdir().unwrap();
+    // A range of two ports whose first one this test holds, so the server must skip it.
+    let (held, low) = loop {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if p < u16::MAX && TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            break (l, p);
+        }
+    };
+    let srv = server(dir.path(), |c| c.data_ports = Some((low, low + 1)));
+    let mut a = Ctl::anon(srv.addr());
+    assert_eq!(a.pasv().port(), low + 1);
+    let mut b = Ctl::anon(srv.addr());
+    let r = b.cmd("PASV");
+    assert_eq!(r.code, 425, "{r}");
+    assert!(r.text().contains("data-ports"), "{r}");
+    drop(held);
+    assert_eq!(b.pasv().port(), low);
+}

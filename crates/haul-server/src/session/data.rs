@@ -4,7 +4,8 @@
 //! transfers, which the machine forwards, are run by `plut_transfer`.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
 
 use haul_proto::server::{Outcome, ServerAction, Transfer, TransferOp};
 use haul_proto::{Command, Reply};
@@ -56,11 +57,39 @@ impl Session<'_> {
     /// Listens for the client's data connections on the control connection's address.
     fn listen(&mut self) -> Result<SocketAddr, String> {
         let ip = self.ctl.local_ip().map_err(|e| e.to_string())?;
-        let l = DataListener::bind(self.data.stack, SocketAddr::new(ip, 0), self.sbuf())
+        let (stack, sbuf) = (self.data.stack, self.sbuf());
+        let l = self
+            .bind_passive(ip, |a| DataListener::bind(stack, a, sbuf))
             .map_err(|e| e.to_string())?;
         let addr = l.local_addr().map_err(|e| e.to_string())?;
         self.data.setup = Setup::Passive(l);
         Ok(addr)
+    }
+
+    /// Binds a passive data socket on `ip` with `bind`: in `--data-ports` when set (the first
+    /// free port from where the last search left off, so ports are used in turn), on any port
+    /// otherwise.
+    pub(crate) fn bind_passive<T>(
+        &self,
+        ip: IpAddr,
+        bind: impl Fn(SocketAddr) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let Some((low, high)) = self.shared.cfg.data_ports else {
+            return bind(SocketAddr::new(ip, 0));
+        };
+        let n = u32::from(high.saturating_sub(low)) + 1;
+        let start = self.shared.next_port.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            let port = low + ((start.wrapping_add(i)) % n) as u16;
+            match bind(SocketAddr::new(ip, port)) {
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
+                other => return other,
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("every data port in --data-ports {low}-{high} is in use"),
+        ))
     }
 
     /// The socket buffer size of new data connections (`SBUF`).

@@ -66,7 +66,7 @@ impl Session<'_> {
         if self.shared.cfg.predictions.is_some() {
             feats.push("BTC".to_string());
         }
-        if self.shared.tls.is_some() {
+        if self.shared.tls().is_some() {
             feats.extend([
                 "AUTH TLS".to_string(),
                 "PBSZ".to_string(),

@@ -66,7 +66,7 @@ impl Session<'_> {
                 ServerAction::Defer(r) => self.ctl.defer(&r),
                 ServerAction::Forward(cmd) => self.route(cmd)?,
                 ServerAction::StartTls => {
-                    let upgraded = match self.shared.tls.clone() {
+                    let upgraded = match self.shared.tls() {
                         Some(cfg) => self.ctl.upgrade(cfg),
                         None => Err(io::Error::other("no TLS configuration")),
                     };
@@ -79,7 +79,7 @@ impl Session<'_> {
                     }
                 }
                 ServerAction::StartGss => {
-                    self.gsi.ctx = self.shared.gsi.as_ref().and_then(|g| {
+                    self.gsi.ctx = self.shared.gsi().and_then(|g| {
                         haul_gsi::Context::accept(g.acceptor.clone(), g.policy.clone(), false)
                             .map_err(|e| tracing::warn!(error = %e, "GSS context"))
                             .ok()
@@ -129,7 +129,7 @@ impl Session<'_> {
     /// by the context, and data connections will present the delegated credential.
     fn protect_control(&mut self) -> io::Result<()> {
         self.ctl.flush()?;
-        let (Some(mut ctx), Some(g)) = (self.gsi.ctx.take(), self.shared.gsi.clone()) else {
+        let (Some(mut ctx), Some(g)) = (self.gsi.ctx.take(), self.shared.gsi()) else {
             return Err(io::Error::other("GSS context missing after 235"));
         };
         self.gsi.peer = ctx.peer().cloned();
@@ -146,13 +146,13 @@ impl Session<'_> {
     /// account): the account its identity maps to in the grid-mapfile, with the rights the users
     /// file gives that account, else the rights GSI's settings give mapped accounts.
     fn gsi_access(&self, requested: &str) -> Option<(String, Access)> {
-        let g = self.shared.gsi.as_ref()?;
+        let g = self.shared.gsi()?;
         let peer = self.gsi.peer.as_ref()?;
         let Some(account) = g.gridmap.map(&peer.identity, requested) else {
             tracing::warn!(identity = %peer.identity, requested, "not in the grid-mapfile");
             return None;
         };
-        let access = self.shared.users.access(&account).unwrap_or(g.access);
+        let access = self.shared.users().access(&account).unwrap_or(g.access);
         Some((account, access))
     }
 
@@ -174,7 +174,7 @@ impl Session<'_> {
                 relay: cfg.relay.as_ref().is_some_and(|r| r.anonymous_may_relay()),
             })
         } else {
-            self.shared.users.verify(&name, pw)
+            self.shared.users().verify(&name, pw)
         };
         let Some(a) = access else {
             self.login_failed(&name)?;
@@ -191,6 +191,9 @@ impl Session<'_> {
             if *n >= max {
                 drop(m);
                 tracing::warn!(user = %name, max, "session limit per user reached");
+                self.shared.event(crate::journal::ServerEvent::Refused(
+                    "max_sessions_per_user",
+                ));
                 return Ok(Verdict::Refused(Reply::new(
                     421,
                     format!("Too many sessions for {name} (limit {max}); try again later."),
@@ -222,6 +225,7 @@ impl Session<'_> {
     /// A failed login: waits the back-off for this address's recent failures before the login
     /// machine answers `530` (and closes the session at its limit).
     fn login_failed(&mut self, name: &str) -> io::Result<()> {
+        self.shared.event(crate::journal::ServerEvent::LoginFailed);
         let failures = self.machine.login_state().failures() + 1;
         let recent = {
             let mut m = self

@@ -54,7 +54,7 @@ pub struct RelayArgs {
 }
 
 /// Credentials for one next hop, in the config file.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, serde::Serialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct FileCredential {
     host: String,
@@ -68,10 +68,10 @@ fn default_port() -> u16 {
     haul_xfer::url::DEFAULT_PORT
 }
 
-/// The relay config file.
-#[derive(serde::Deserialize, Default)]
+/// The relay config file (and the `[relay]` table of `haul serve --config`).
+#[derive(serde::Deserialize, serde::Serialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
-struct RelayFile {
+pub struct RelayFile {
     allow: Option<Vec<String>>,
     anonymous: Option<bool>,
     sessions: Option<usize>,
@@ -83,7 +83,7 @@ struct RelayFile {
     plut: Option<Vec<String>>,
     plut_rate: Option<String>,
     ca: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     credentials: Vec<FileCredential>,
 }
 
@@ -93,30 +93,41 @@ fn size(key: &str, v: &str, file: &Path) -> anyhow::Result<u64> {
 
 /// Reads a relay config file, refusing one that others may read (it may hold passwords).
 fn read_file(path: &Path) -> anyhow::Result<RelayFile> {
-    use std::os::unix::fs::MetadataExt;
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading --relay-config {}", path.display()))?;
     let f: RelayFile =
         toml::from_str(&text).with_context(|| format!("--relay-config {}", path.display()))?;
+    check_private(path, &f)?;
+    Ok(f)
+}
+
+/// Refuses `path`, which holds `f`, when `f` has next-hop passwords and others may read it.
+pub fn check_private(path: &Path, f: &RelayFile) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let mode = std::fs::metadata(path)?.mode();
     if !f.credentials.is_empty() && mode & 0o077 != 0 {
         anyhow::bail!(
-            "--relay-config {} holds passwords and others may read it (mode {:o}): chmod 600 it",
+            "{} holds passwords and others may read it (mode {:o}): chmod 600 it",
             path.display(),
             mode & 0o777
         );
     }
-    Ok(f)
+    Ok(())
 }
 
 impl RelayArgs {
-    /// The relay these flags (and their config file) describe; None when relaying is off.
-    pub fn build(self, data_timeout: Duration) -> anyhow::Result<Option<Arc<Relay>>> {
-        let file = match &self.relay_config {
-            Some(p) => read_file(p)?,
-            None => RelayFile::default(),
+    /// The relay these flags (and their config file, or else `table`: the `[relay]` table of
+    /// the file named with it) describe; None when relaying is off.
+    pub fn build(
+        self,
+        data_timeout: Duration,
+        table: Option<(RelayFile, PathBuf)>,
+    ) -> anyhow::Result<Option<Arc<Relay>>> {
+        let (file, fpath) = match (&self.relay_config, table) {
+            (Some(p), _) => (read_file(p)?, p.clone()),
+            (None, Some(t)) => t,
+            (None, None) => Default::default(),
         };
-        let fpath = self.relay_config.clone().unwrap_or_default();
         let allow = match (&self.relay_allow, &file.allow) {
             (Some(a), _) => a.clone(),
             (None, Some(list)) => list.join(","),
