@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole haul test suite, from a fresh Debian machine: installs the real peers the tests
-# run against (Grid Community Toolkit with its UDT driver, iperf3, UDT4, gfal2, Prometheus), checks formatting and clippy lints, then
+# run against (Grid Community Toolkit with its UDT driver and GSI tools, iperf3, UDT4, gfal2,
+# Prometheus), checks formatting and clippy lints, then
 # runs every workspace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,12 @@ dpkg -s libglobus-xio-udt-driver >/dev/null 2>&1 || need+=(libglobus-xio-udt-dri
 command -v ip >/dev/null                   || need+=(iproute2)
 # A real Prometheus that scrapes `haul serve --metrics` (crates/haul/tests/serve_ops.rs).
 [ -x /usr/bin/prometheus ]                 || need+=(prometheus)
+# GSI (gsiftp://): grid-proxy-init makes the test proxies, openssl the test CA; OpenSSL's
+# headers build the data-channel acceptor (haul-transport's openssl crate).
+command -v grid-proxy-init >/dev/null      || need+=(globus-proxy-utils)
+command -v openssl >/dev/null              || need+=(openssl)
+[ -e /usr/include/openssl/ssl.h ]          || need+=(libssl-dev)
+command -v pkg-config >/dev/null           || need+=(pkg-config)
 # gfal2, the library FTS and Rucio move data through, with its GridFTP plugin (relay interop).
 /usr/bin/python3 -c 'import gfal2' 2>/dev/null || need+=(python3-gfal2)
 dpkg -s gfal2-plugin-gridftp >/dev/null 2>&1 || need+=(gfal2-plugin-gridftp)

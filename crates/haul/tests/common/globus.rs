@@ -96,7 +96,7 @@ pub fn free_port() -> u16 {
         .expect("bind 127.0.0.1:0")
 }
 
-fn euid() -> u32 {
+pub fn euid() -> u32 {
     // No libc dependency: read the effective uid from /proc.
     fs::read_to_string("/proc/self/status")
         .ok()
