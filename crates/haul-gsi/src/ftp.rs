@@ -115,12 +115,14 @@ pub fn wrap_reply(ctx: &mut Context, code: u16, reply: &str) -> Result<String, F
 /// last line of the reply.
 pub fn protected_reply(line: &str) -> Option<(&str, bool)> {
     let b = line.as_bytes();
-    if b.len() < 4 || !matches!(&line[..3], "631" | "632" | "633") {
+    if b.len() < 4 || !matches!(&b[..3], b"631" | b"632" | b"633") {
         return None;
     }
+    // The first four bytes are ASCII, so byte 4 is a character boundary.
+    let rest = line.get(4..)?;
     match b[3] {
-        b' ' => Some((&line[4..], true)),
-        b'-' => Some((&line[4..], false)),
+        b' ' => Some((rest, true)),
+        b'-' => Some((rest, false)),
         _ => None,
     }
 }
