@@ -333,25 +333,10 @@ fn host_names(cert: &X509Certificate<'_>) -> Vec<String> {
     out
 }
 
-/// Validates `chain` (leaf first) against `trust` at Unix time `now`, allowing at most
-/// `max_proxies` proxies.
-pub fn verify(
-    chain: &[&[u8]],
-    trust: &TrustStore,
-    now: i64,
-    max_proxies: usize,
-) -> Result<Peer, ChainError> {
-    if chain.is_empty() {
-        return Err(ChainError::Empty);
-    }
-    let certs = chain
-        .iter()
-        .enumerate()
-        .map(|(i, d)| parse(i, d))
-        .collect::<Result<Vec<_>, _>>()?;
-    for c in &certs {
-        check_time(c, now)?;
-    }
+/// Walks the proxies at the front of `certs` (leaf first), each signed by the next
+/// certificate and within every path-length limit above it; gives how many there are and
+/// whether one is limited.
+fn walk_proxies(certs: &[X509Certificate<'_>]) -> Result<(usize, bool), ChainError> {
     // The proxies, leaf first, each signed by the next certificate.
     let mut proxies = 0;
     let mut limited = false;
@@ -386,12 +371,6 @@ pub fn verify(
             }
         }
     }
-    if proxies > max_proxies {
-        return Err(ChainError::TooDeep {
-            depth: proxies,
-            max: max_proxies,
-        });
-    }
     // A proxy at position i with limit p allows at most p proxies below it (positions < i).
     for &(i, p) in &limits {
         if i as u64 > p {
@@ -401,14 +380,18 @@ pub fn verify(
             });
         }
     }
-    let Some(ee) = certs.get(proxies) else {
-        return Err(ChainError::BadProxy {
-            subject: oneline(certs[proxies - 1].subject()),
-            reason: "no end-entity certificate follows the proxies".into(),
-        });
-    };
-    // The end entity and any CAs presented after it.
-    for j in proxies..certs.len() {
+    Ok((proxies, limited))
+}
+
+/// Checks the end entity at `certs[ee]` and any CAs presented after it, up to a trusted CA.
+fn check_issuers(
+    certs: &[X509Certificate<'_>],
+    chain: &[&[u8]],
+    ee: usize,
+    trust: &TrustStore,
+    now: i64,
+) -> Result<(), ChainError> {
+    for j in ee..certs.len() {
         let c = &certs[j];
         if let Some(o) = c.extensions().iter().find(|e| {
             e.critical && e.parsed_extension().unsupported() && {
@@ -430,6 +413,42 @@ pub fn verify(
         climb_to_root(chain[j].to_vec(), trust, now)?;
         break;
     }
+    Ok(())
+}
+
+/// Validates `chain` (leaf first) against `trust` at Unix time `now`, allowing at most
+/// `max_proxies` proxies.
+pub fn verify(
+    chain: &[&[u8]],
+    trust: &TrustStore,
+    now: i64,
+    max_proxies: usize,
+) -> Result<Peer, ChainError> {
+    if chain.is_empty() {
+        return Err(ChainError::Empty);
+    }
+    let certs = chain
+        .iter()
+        .enumerate()
+        .map(|(i, d)| parse(i, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    for c in &certs {
+        check_time(c, now)?;
+    }
+    let (proxies, limited) = walk_proxies(&certs)?;
+    if proxies > max_proxies {
+        return Err(ChainError::TooDeep {
+            depth: proxies,
+            max: max_proxies,
+        });
+    }
+    let Some(ee) = certs.get(proxies) else {
+        return Err(ChainError::BadProxy {
+            subject: oneline(certs[proxies - 1].subject()),
+            reason: "no end-entity certificate follows the proxies".into(),
+        });
+    };
+    check_issuers(&certs, chain, proxies, trust, now)?;
     Ok(Peer {
         subject: oneline(certs[0].subject()),
         identity: oneline(ee.subject()),

@@ -27,25 +27,12 @@ fn seq(parts: &[&[u8]]) -> Vec<u8> {
     tlv(0x30, &parts.concat())
 }
 
-/// The civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// UTCTime (before 2050) or GeneralizedTime for a Unix time.
 pub(crate) fn time(unix: i64) -> Vec<u8> {
-    let (y, mo, d) = civil(unix.div_euclid(86_400));
-    let s = unix.rem_euclid(86_400);
-    let (h, mi, se) = (s / 3600, s % 3600 / 60, s % 60);
+    let t = ::time::OffsetDateTime::from_unix_timestamp(unix)
+        .unwrap_or(::time::OffsetDateTime::UNIX_EPOCH);
+    let (y, mo, d) = (t.year(), u8::from(t.month()), t.day());
+    let (h, mi, se) = (t.hour(), t.minute(), t.second());
     if (1950..2050).contains(&y) {
         let t = format!("{:02}{mo:02}{d:02}{h:02}{mi:02}{se:02}Z", y % 100);
         tlv(0x17, t.as_bytes())
