@@ -2,7 +2,8 @@
 //! `grid-proxy-init`, and the real `globus-url-copy` with its defaults (GSI, delegation,
 //! `DCAU A`) against `haul serve`: download, upload with `-p 8`, `-dcpriv`,
 //! `-verify-checksum`, a tree with `-cc 4 -pp -r`; third-party copies both ways with
-//! `globus-gridftp-server` under GSI; and the refusals: a proxy from a CA the server does not
+//! `globus-gridftp-server` under GSI; gfal2 (stat, listing, ADLER32, MD5, read, write); and
+//! the refusals: a proxy from a CA the server does not
 //! trust, and a subject the grid-mapfile does not list, with nothing moved.
 mod common;
 
@@ -372,4 +373,57 @@ fn third_party_with_globus_gridftp_server_under_gsi() {
     assert_success(&out2, "Globus -> haul");
     assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
     assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
+}
+
+/// gfal2 (the library FTS and Rucio move data through) over `gsiftp://`: stat, listing,
+/// ADLER32 and MD5 checksums, a read and a write, each compared with the file itself.
+#[test]
+fn gfal2_over_gsiftp_against_haul_serve() {
+    let Some(py) = gfal2_or_skip("gfal2_over_gsiftp_against_haul_serve") else {
+        return;
+    };
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let root = tempfile::tempdir().unwrap();
+    let data = random_bytes(3 << 20, 11);
+    fs::write(root.path().join("f.bin"), &data).unwrap();
+    fs::create_dir(root.path().join("d")).unwrap();
+    fs::write(root.path().join("d/x"), b"x").unwrap();
+    let s = serve_gsi(&pki, root.path());
+    let script = format!(
+        r#"
+import gfal2, hashlib, zlib
+ctx = gfal2.creat_context()
+base = "gsiftp://127.0.0.1:{port}/"
+assert ctx.stat(base + "f.bin").st_size == {len}
+assert sorted(ctx.listdir(base + "d")) == ["x"], ctx.listdir(base + "d")
+f = ctx.open(base + "f.bin", "r")
+chunks = []
+while True:
+    b = f.read_bytes(1 << 20)
+    if not b:
+        break
+    chunks.append(b)
+data = b"".join(chunks)
+assert ctx.checksum(base + "f.bin", "ADLER32").lower() == "%08x" % zlib.adler32(data)
+assert ctx.checksum(base + "f.bin", "MD5").lower() == hashlib.md5(data).hexdigest()
+w = ctx.open(base + "up.bin", "w")
+w.write(data)
+del w
+open("{out}", "wb").write(data)
+print("ok")
+"#,
+        port = port_of(&s),
+        len = data.len(),
+        out = root.path().join("read.bin").display(),
+    );
+    let out = Command::new(py)
+        .args(["-c", &script])
+        .env("X509_CERT_DIR", pki.certs())
+        .env("X509_USER_PROXY", &proxy)
+        .output()
+        .unwrap();
+    assert_success(&out, "gfal2 over gsiftp");
+    assert_eq!(fs::read(root.path().join("read.bin")).unwrap(), data);
+    assert_eq!(fs::read(root.path().join("up.bin")).unwrap(), data);
 }
