@@ -15,7 +15,13 @@ fuzz_target!(|data: &[u8]| {
     let pieces = usize::from(n % 4) + 1;
     let size = rest.len() / pieces;
     let certs: Vec<&[u8]> = (0..pieces)
-        .map(|i| &rest[i * size..if i + 1 == pieces { rest.len() } else { (i + 1) * size }])
+        .map(|i| {
+            &rest[i * size..if i + 1 == pieces {
+                rest.len()
+            } else {
+                (i + 1) * size
+            }]
+        })
         .collect();
     assert!(haul_gsi::chain::verify(&certs, &TrustStore::default(), 0, 10).is_err());
     let _ = proxy_cert_info(data);

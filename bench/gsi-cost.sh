@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# What GSI costs: a 1 GiB file (page cache) downloaded over loopback with globus-url-copy -p 4
+# to /dev/null, four contenders alternating in each round:
+#   haul-anon   ftp://    from haul serve, anonymous (no authentication at all)
+#   haul-gsi-C  gsiftp:// from haul serve, GSI + DCAU A, PROT C (globus-url-copy's defaults)
+#   haul-gsi-P  gsiftp:// from haul serve, GSI + DCAU A, PROT P (-dcpriv)
+#   gfs-gsi-P   gsiftp:// from globus-gridftp-server, GSI + DCAU A, PROT P (-dcpriv)
+# The test CA comes from openssl, the proxy from grid-proxy-init. Run as root (the Globus
+# server maps the user to nobody). Prints one line per run, then the median per contender and
+# the ratios haul-gsi-C / haul-anon and haul-gsi-P / gfs-gsi-P.
+#
+# Usage: bench/gsi-cost.sh HAUL_BINARY [ROUNDS]      (default 5 rounds)
+set -euo pipefail
+[ $# -ge 1 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+haul=$(realpath "$1") rounds=${2:-5}
+dir=$(mktemp -d /tmp/gsi-cost.XXXXXX)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+cd "$dir"
+mkdir -p src certificates
+chmod o+x "$dir"
+head -c 1073741824 /dev/urandom > src/f1g
+chmod -R a+rwX src
+cat src/f1g > /dev/null
+
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
+    -subj "/O=Grid/OU=bench/CN=bench CA" -addext "basicConstraints=critical,CA:true" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+cp ca.pem "certificates/$(openssl x509 -in ca.pem -noout -hash).0"
+issue() { # issue NAME CN EXTENSIONS
+    openssl req -newkey rsa:2048 -nodes -keyout "$1key.pem" -out "$1.csr" \
+        -subj "/O=Grid/OU=bench/CN=$2" 2>/dev/null
+    printf "%b" "$3" > "$1.ext"
+    openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+        -out "$1cert.pem" -extfile "$1.ext" 2>/dev/null
+    chmod 600 "$1key.pem"
+}
+issue host localhost "basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature,keyEncipherment\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
+issue user "Bench User" "basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature,keyEncipherment,dataEncipherment\n"
+export X509_CERT_DIR=$dir/certificates
+grid-proxy-init -q -cert usercert.pem -key userkey.pem -out proxy.pem -hours 2
+export X509_USER_PROXY=$dir/proxy.pem
+echo '"/O=Grid/OU=bench/CN=Bench User" nobody' > grid-mapfile
+
+"$haul" serve --root "$dir/src" --listen 127.0.0.1:2911 --anonymous --no-history \
+    --gsi-cert hostcert.pem --gsi-key hostkey.pem --gsi-cert-dir certificates \
+    --gridmap grid-mapfile >/dev/null 2>&1 &
+pids+=($!)
+X509_USER_CERT=$dir/hostcert.pem X509_USER_KEY=$dir/hostkey.pem GRIDMAP=$dir/grid-mapfile \
+    /usr/sbin/globus-gridftp-server -c /dev/null -p 2912 -control-interface 127.0.0.1 \
+    -data-interface 127.0.0.1 >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+
+run() { # run NAME ARGS... -> seconds
+    local t0 t1
+    t0=$(date +%s.%N)
+    globus-url-copy -p 4 "$@" file:///dev/null
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc
+}
+declare -A times
+for r in $(seq 1 "$rounds"); do
+    for c in haul-anon haul-gsi-C haul-gsi-P gfs-gsi-P; do
+        case $c in
+            haul-anon) s=$(run ftp://127.0.0.1:2911/f1g) ;;
+            haul-gsi-C) s=$(run gsiftp://127.0.0.1:2911/f1g) ;;
+            haul-gsi-P) s=$(run -dcpriv gsiftp://127.0.0.1:2911/f1g) ;;
+            gfs-gsi-P) s=$(run -dcpriv "gsiftp://127.0.0.1:2912$dir/src/f1g") ;;
+        esac
+        echo "round $r $c ${s} s $(echo "8589.934592 / $s" | bc) Mbit/s"
+        times[$c]="${times[$c]:-} $s"
+    done
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+for c in haul-anon haul-gsi-C haul-gsi-P gfs-gsi-P; do
+    m=$(median "${times[$c]}")
+    echo "median $c $m s $(echo "8589.934592 / $m" | bc) Mbit/s"
+    declare "m_${c//-/_}=$m"
+done
+echo "ratio haul-gsi-C/haul-anon (time) $(echo "scale=3; $m_haul_gsi_C / $m_haul_anon" | bc)"
+echo "ratio haul-gsi-P/gfs-gsi-P (time) $(echo "scale=3; $m_haul_gsi_P / $m_gfs_gsi_P" | bc)"
