@@ -27,7 +27,14 @@ cat src/f1g > /dev/null
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
     -subj "/O=Grid/OU=bench/CN=bench CA" -addext "basicConstraints=critical,CA:true" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-cp ca.pem "certificates/$(openssl x509 -in ca.pem -noout -hash).0"
+h=$(openssl x509 -in ca.pem -noout -hash)
+cp ca.pem "certificates/$h.0"
+# The Globus tools refuse a CA without a signing policy.
+cat > "certificates/$h.signing_policy" <<'EOF2'
+access_id_CA X509 '/O=Grid/OU=bench/CN=bench CA'
+pos_rights globus CA:sign
+cond_subjects globus '"/O=Grid/OU=bench/*"'
+EOF2
 issue() { # issue NAME CN EXTENSIONS
     openssl req -newkey rsa:2048 -nodes -keyout "$1key.pem" -out "$1.csr" \
         -subj "/O=Grid/OU=bench/CN=$2" 2>/dev/null
@@ -56,7 +63,7 @@ sleep 1
 run() { # run NAME ARGS... -> seconds
     local t0 t1
     t0=$(date +%s.%N)
-    globus-url-copy -p 4 "$@" file:///dev/null
+    globus-url-copy -p 4 "$@" file:///dev/null >&2 || { echo "FAILED: globus-url-copy $*" >&2; kill $$; }
     t1=$(date +%s.%N)
     echo "$t1 - $t0" | bc
 }
