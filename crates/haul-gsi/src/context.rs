@@ -332,11 +332,6 @@ impl Context {
                 State::Done => break,
             }
         }
-        // An acceptor's zero byte answers the last handshake token; a stray one after the
-        // flag is ignored.
-        if self.role == Role::Initiator && self.state != State::Handshake {
-            self.plain.retain(|&b| b != 0);
-        }
         Ok(Step {
             token: self.drain(),
             done: self.state == State::Done,
