@@ -8,204 +8,11 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::globus::*;
+use common::gsi::*;
 use common::haul::*;
-
-/// A test PKI in a temporary directory.
-struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn certs(&self) -> PathBuf {
-        self.path("certificates")
-    }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert_success(&out, &format!("{cmd:?}"));
-    out
-}
-
-/// Makes a CA named `ca` in `dir` (key `ca.key`, cert `ca.pem`).
-fn make_ca(dir: &Path, name: &str) {
-    run(Command::new("openssl").current_dir(dir).args([
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        &format!("{name}.key"),
-        "-out",
-        &format!("{name}.pem"),
-        "-days",
-        "2",
-        "-subj",
-        &format!("/O=Grid/OU=haul test/CN={name}"),
-        "-addext",
-        "basicConstraints=critical,CA:true",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    ]));
-}
-
-/// Issues `<out>cert.pem` / `<out>key.pem` for `cn` from the CA `ca` in `dir`.
-fn issue(dir: &Path, ca: &str, out: &str, cn: &str, ext: &str) {
-    run(Command::new("openssl").current_dir(dir).args([
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        &format!("{out}key.pem"),
-        "-out",
-        &format!("{out}.csr"),
-        "-subj",
-        &format!("/O=Grid/OU=haul test/CN={cn}"),
-    ]));
-    fs::write(dir.join(format!("{out}.ext")), ext).unwrap();
-    run(Command::new("openssl").current_dir(dir).args([
-        "x509",
-        "-req",
-        "-in",
-        &format!("{out}.csr"),
-        "-CA",
-        &format!("{ca}.pem"),
-        "-CAkey",
-        &format!("{ca}.key"),
-        "-CAcreateserial",
-        "-out",
-        &format!("{out}cert.pem"),
-        "-days",
-        "2",
-        "-extfile",
-        &format!("{out}.ext"),
-    ]));
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(
-        dir.join(format!("{out}key.pem")),
-        fs::Permissions::from_mode(0o600),
-    )
-    .unwrap();
-}
-
-/// A proxy of `<user>cert.pem` made by `grid-proxy-init`, trusting `certs`.
-fn proxy(pki: &Pki, user: &str) -> PathBuf {
-    let out = pki.path(&format!("{user}-proxy.pem"));
-    run(Command::new("grid-proxy-init")
-        .env("X509_CERT_DIR", pki.certs())
-        .arg("-cert")
-        .arg(pki.path(&format!("{user}cert.pem")))
-        .arg("-key")
-        .arg(pki.path(&format!("{user}key.pem")))
-        .arg("-out")
-        .arg(&out)
-        .args(["-hours", "2", "-q"]));
-    out
-}
-
-/// The CA `trusted`, a host certificate for localhost, users `user` (mapped) and `stranger`
-/// (not mapped) from it, and `rogue`, a user of a CA nobody trusts; or why not.
-fn pki() -> Option<Pki> {
-    for tool in ["openssl", "grid-proxy-init"] {
-        if Command::new(tool).arg("-version").output().is_err() {
-            eprintln!("SKIP gsi_interop: {tool} is not installed (scripts/test.sh installs it)");
-            return None;
-        }
-    }
-    let pki = Pki {
-        dir: tempfile::tempdir().unwrap(),
-    };
-    let d = pki.dir.path();
-    make_ca(d, "trusted");
-    make_ca(d, "rogueca");
-    fs::create_dir(pki.certs()).unwrap();
-    let hash = run(Command::new("openssl").current_dir(d).args([
-        "x509",
-        "-in",
-        "trusted.pem",
-        "-noout",
-        "-hash",
-    ]));
-    let hash = String::from_utf8_lossy(&hash.stdout).trim().to_string();
-    fs::copy(d.join("trusted.pem"), pki.certs().join(format!("{hash}.0"))).unwrap();
-    fs::write(
-        pki.certs().join(format!("{hash}.signing_policy")),
-        "access_id_CA X509 '/O=Grid/OU=haul test/CN=trusted'\n\
-         pos_rights globus CA:sign\n\
-         cond_subjects globus '\"/O=Grid/OU=haul test/*\"'\n",
-    )
-    .unwrap();
-    let user_ext = "basicConstraints=critical,CA:false\n\
-                    keyUsage=critical,digitalSignature,keyEncipherment,dataEncipherment\n";
-    issue(
-        d,
-        "trusted",
-        "host",
-        "localhost",
-        "basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature,keyEncipherment\n\
-         subjectAltName=DNS:localhost,IP:127.0.0.1\n",
-    );
-    issue(d, "trusted", "user", "Test User", user_ext);
-    issue(d, "trusted", "stranger", "Stranger", user_ext);
-    issue(d, "rogueca", "rogue", "Test User", user_ext);
-    fs::write(
-        pki.path("grid-mapfile"),
-        "\"/O=Grid/OU=haul test/CN=Test User\" gsiuser\n",
-    )
-    .unwrap();
-    Some(pki)
-}
-
-/// `haul serve` offering GSI with the PKI's files.
-fn serve_gsi(pki: &Pki, root: &Path) -> Serve {
-    let p = |n: &str| pki.path(n).display().to_string();
-    serve(
-        root,
-        &[
-            "--gsi-cert",
-            &p("hostcert.pem"),
-            "--gsi-key",
-            &p("hostkey.pem"),
-            "--gsi-cert-dir",
-            &pki.certs().display().to_string(),
-            "--gridmap",
-            &p("grid-mapfile"),
-        ],
-    )
-}
-
-/// `globus-url-copy` with `args` as the holder of `proxy`.
-fn guc(pki: &Pki, proxy: &Path, args: &[&str]) -> Output {
-    let bin = globus_url_copy_bin().unwrap_or_else(|| PathBuf::from("globus-url-copy"));
-    let mut cmd = Command::new(bin);
-    cmd.env("X509_CERT_DIR", pki.certs())
-        .env("X509_USER_PROXY", proxy)
-        .args(args);
-    run_killed_after(cmd, std::time::Duration::from_secs(120)).0
-}
-
-fn port_of(s: &Serve) -> &str {
-    s.addr.rsplit(':').next().unwrap()
-}
-
-fn same(a: &Path, b: &Path) {
-    assert!(
-        fs::read(a).unwrap() == fs::read(b).unwrap(),
-        "{} differs from {}",
-        a.display(),
-        b.display()
-    );
-}
 
 #[test]
 fn globus_url_copy_with_its_defaults_against_haul_serve() {
@@ -327,9 +134,6 @@ fn third_party_with_globus_gridftp_server_under_gsi() {
         return;
     }
     let Some(pki) = pki() else { return };
-    let Some(gfs) = globus_server_bin() else {
-        return;
-    };
     if euid() != 0 {
         eprintln!("SKIP third_party_with_globus_gridftp_server_under_gsi: globus-gridftp-server maps GSI users to accounts only as root");
         return;
@@ -343,16 +147,9 @@ fn third_party_with_globus_gridftp_server_under_gsi() {
     // The Globus server maps the user to `nobody`; haul maps it to gsiuser.
     let gmap = pki.path("gfs-grid-mapfile");
     fs::write(&gmap, "\"/O=Grid/OU=haul test/CN=Test User\" nobody\n").unwrap();
-    let port = free_port();
-    let mut g = Command::new(gfs)
-        .args(["-c", "/dev/null", "-p", &port.to_string(), "-d", "error"])
-        .env("X509_USER_CERT", pki.path("hostcert.pem"))
-        .env("X509_USER_KEY", pki.path("hostkey.pem"))
-        .env("X509_CERT_DIR", pki.certs())
-        .env("GRIDMAP", &gmap)
-        .spawn()
-        .expect("start globus-gridftp-server");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let Some((g, port)) = globus_gsi_server(&pki, &gmap) else {
+        return;
+    };
     let s = serve_gsi(&pki, haul_root.path());
     let haul = |rel: &str| format!("gsiftp://127.0.0.1:{}/{rel}", port_of(&s));
     let theirs = format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display());
@@ -363,8 +160,7 @@ fn third_party_with_globus_gridftp_server_under_gsi() {
         &proxy,
         &[&format!("{theirs}a.bin"), &haul("back.bin")],
     );
-    let _ = g.kill();
-    let _ = g.wait();
+    drop(g);
     assert!(
         r1,
         "haul -> Globus: {}",

@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod globus;
+pub mod gsi;
 pub mod haul;
 pub mod hostile;
