@@ -141,7 +141,7 @@ pub struct Peer {
     pub limited: bool,
     /// The earliest end of validity in the chain (Unix time).
     pub not_after: i64,
-    /// The leaf's DNS names and, failing those, its CN (for host checks).
+    /// The leaf's DNS names and IP addresses and, failing those, its CN (for host checks).
     pub host_names: Vec<String>,
 }
 
@@ -322,8 +322,10 @@ fn host_names(cert: &X509Certificate<'_>) -> Vec<String> {
     let mut out = Vec::new();
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         for n in &san.value.general_names {
-            if let GeneralName::DNSName(d) = n {
-                out.push(d.to_string());
+            match n {
+                GeneralName::DNSName(d) => out.push(d.to_string()),
+                GeneralName::IPAddress(ip) => out.extend(ip_text(ip)),
+                _ => {}
             }
         }
     }
@@ -331,6 +333,16 @@ fn host_names(cert: &X509Certificate<'_>) -> Vec<String> {
         out.extend(last_cn(cert.subject()));
     }
     out
+}
+
+/// An IP address SAN as text (4 or 16 octets).
+fn ip_text(octets: &[u8]) -> Option<String> {
+    if let Ok(v4) = <[u8; 4]>::try_from(octets) {
+        return Some(std::net::Ipv4Addr::from(v4).to_string());
+    }
+    <[u8; 16]>::try_from(octets)
+        .ok()
+        .map(|v6| std::net::Ipv6Addr::from(v6).to_string())
 }
 
 /// Walks the proxies at the front of `certs` (leaf first), each signed by the next

@@ -74,3 +74,55 @@ pub fn last_cn(name: &X509Name<'_>) -> Option<String> {
 pub fn same_subject(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
 }
+
+/// Whether a server whose certificate names `names` ([`crate::Peer::host_names`]) may be
+/// `host`, the host a client connected to, as the Globus tools check it: equal ignoring case
+/// once a `host/` or `ftp/` service prefix (Globus host certificates' CN form) is dropped; a
+/// leading `*.` matches exactly one DNS label; IP addresses compare as addresses.
+pub fn host_matches(names: &[String], host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: Option<std::net::IpAddr> = host.parse().ok();
+    names.iter().any(|n| {
+        let n = n
+            .strip_prefix("host/")
+            .or_else(|| n.strip_prefix("ftp/"))
+            .unwrap_or(n);
+        if let Some(ip) = ip {
+            return n.parse::<std::net::IpAddr>().is_ok_and(|a| a == ip);
+        }
+        if let Some(domain) = n.strip_prefix("*.") {
+            return host.split_once('.').is_some_and(|(label, rest)| {
+                !label.is_empty() && rest.eq_ignore_ascii_case(domain)
+            });
+        }
+        n.eq_ignore_ascii_case(host)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_matches;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn hosts_match_as_globus_checks_them() {
+        let n = names(&["dtn1.example.org", "127.0.0.1", "*.site.org", "::1"]);
+        assert!(host_matches(&n, "DTN1.example.org"));
+        assert!(host_matches(&n, "127.0.0.1"));
+        assert!(host_matches(&n, "[::1]"));
+        assert!(host_matches(&n, "a.site.org"));
+        assert!(!host_matches(&n, "a.b.site.org"));
+        assert!(!host_matches(&n, "site.org"));
+        assert!(!host_matches(&n, "127.0.0.2"));
+        assert!(!host_matches(&n, "dtn2.example.org"));
+        assert!(host_matches(
+            &names(&["host/dtn1.example.org"]),
+            "dtn1.example.org"
+        ));
+        assert!(!host_matches(&names(&["dtn1.example.org"]), "1.2.3.4"));
+        assert!(!host_matches(&[], "x"));
+    }
+}

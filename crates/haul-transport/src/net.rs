@@ -82,6 +82,18 @@ impl DataListener {
         }
     }
 
+    /// A second handle on the same TCP listening socket (another thread may accept on it);
+    /// UDT listeners have none.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        match self {
+            DataListener::Tcp(l) => l.try_clone().map(DataListener::Tcp),
+            DataListener::Udt(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a UDT listener cannot be shared",
+            )),
+        }
+    }
+
     /// Which stack it belongs to.
     pub fn stack(&self) -> NetStack {
         match self {

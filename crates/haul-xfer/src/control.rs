@@ -11,6 +11,7 @@ use haul_proto::{Action, Command, Login, LoginError, Pipeline, PipelineError, Re
 use haul_transport::Conn;
 
 use crate::error::XferError;
+use crate::gsi::{ClientGsi, Protected};
 use crate::url::RemoteUrl;
 
 /// What a server said it supports in its FEAT reply; read by haul-proto.
@@ -69,14 +70,40 @@ impl Control {
             name,
             pending: None,
         };
-        let user = url.user.clone().unwrap_or_else(|| "anonymous".into());
-        let pass = url.pass.clone().unwrap_or_else(|| "haul@".into());
-        let mut login = Login::new(user, pass, tls.is_some());
+        let sec = tls.and_then(|t| t.for_url(url));
+        let mut login = if url.gsi {
+            Login::gsi(url.user.clone(), url.pass.clone())
+        } else {
+            let user = url.user.clone().unwrap_or_else(|| "anonymous".into());
+            let pass = url.pass.clone().unwrap_or_else(|| "haul@".into());
+            Login::new(user, pass, sec.as_ref().is_some_and(|t| t.is_tls()))
+        };
         let mut tcp = Some(tcp);
+        let mut gss = None;
         loop {
-            if let Some(Action::StartTls) = login.poll_action() {
-                c.start_tls(tls, tcp.take(), &url.host)?;
-                login.tls_established();
+            if let Some(a) = login.poll_action() {
+                match a {
+                    Action::StartTls => {
+                        c.start_tls(sec.as_ref(), tcp.take(), &url.host)?;
+                        login.tls_established();
+                    }
+                    Action::StartGss => {
+                        let (ctx, first) =
+                            c.gsi(sec.as_ref())?.start().map_err(|e| c.gss_err(e))?;
+                        gss = Some(ctx);
+                        login.adat(haul_gsi::ftp::encode(&first));
+                    }
+                    Action::Adat(t) => {
+                        let ctx = gss.as_mut().ok_or_else(|| c.gss_err("ADAT before AUTH"))?;
+                        let next = crate::gsi::step(ctx, &t).map_err(|e| c.gss_err(e))?;
+                        login.adat(next);
+                    }
+                    Action::GssDone(t) => {
+                        let ctx = gss.take().ok_or_else(|| c.gss_err("235 before AUTH"))?;
+                        c.protect(ctx, t, tcp.take(), &url.host)?;
+                        login.gss_established();
+                    }
+                }
             } else if let Some(cmd) = login.poll_transmit() {
                 c.send(&cmd)?;
             } else if login.is_done() {
@@ -116,6 +143,53 @@ impl Control {
             host: self.name.clone(),
             reason: e.to_string(),
         })?;
+        Ok(())
+    }
+
+    /// The GSI credential a `gsiftp://` session needs.
+    fn gsi<'a>(&self, sec: Option<&'a crate::tls::ClientTls>) -> Result<&'a ClientGsi, XferError> {
+        sec.and_then(|t| t.gsi()).ok_or_else(|| {
+            self.gss_err(format!(
+                "no GSI credential loaded (the proxy is looked for at {})",
+                crate::gsi::proxy_path().display()
+            ))
+        })
+    }
+
+    fn gss_err(&self, reason: impl std::fmt::Display) -> XferError {
+        XferError::Gsi {
+            host: self.name.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Ends the `ADAT` exchange the server ended with 235 (taking its last token, if any),
+    /// checks the server's certificate names `host`, and protects the control connection.
+    fn protect(
+        &mut self,
+        mut ctx: haul_gsi::Context,
+        last: Option<String>,
+        tcp: Option<TcpStream>,
+        host: &str,
+    ) -> Result<(), XferError> {
+        if let Some(t) = last.filter(|t| !t.is_empty() && !ctx.is_done()) {
+            let raw = haul_gsi::ftp::decode(&t).map_err(|e| self.gss_err(e))?;
+            ctx.step(&raw).map_err(|e| self.gss_err(e))?;
+        }
+        if !ctx.is_done() {
+            return Err(self.gss_err("the server ended ADAT before the context was established"));
+        }
+        crate::gsi::check_server(&ctx, host).map_err(|e| self.gss_err(e))?;
+        let Some(tcp) = tcp else {
+            return Err(XferError::Internal("GSI set up twice".into()));
+        };
+        if !self.parser.is_idle() {
+            return Err(XferError::Protocol {
+                host: self.name.clone(),
+                reply: "unprotected bytes after 235 to ADAT".into(),
+            });
+        }
+        self.stream = Box::new(Protected::new(tcp, ctx));
         Ok(())
     }
 
@@ -323,6 +397,7 @@ mod tests {
         });
         let url = RemoteUrl {
             tls: false,
+            gsi: false,
             user: Some("u".into()),
             pass: Some("p".into()),
             host: "127.0.0.1".into(),

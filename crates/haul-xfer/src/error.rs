@@ -80,6 +80,15 @@ pub enum XferError {
         /// Why.
         reason: String,
     },
+    /// GSI (`gsiftp://`) could not be set up: the user's proxy, the trusted CAs, or the
+    /// server's credential.
+    #[error("GSI with {host} failed: {reason}")]
+    Gsi {
+        /// The server, or the proxy file.
+        host: String,
+        /// Why.
+        reason: String,
+    },
     /// A local or socket IO error.
     #[error("{what}: {error}")]
     Io {
@@ -175,7 +184,8 @@ impl XferError {
     /// A refusal built from a server reply, classified by code and text.
     pub fn from_reply(host: &str, cmd: &Command, r: &Reply) -> XferError {
         let text = r.text().to_ascii_lowercase();
-        let kind = if r.code == 530 {
+        // 530 not logged in; 534 and 535 (RFC 2228) security set-up refused.
+        let kind = if matches!(r.code, 530 | 534 | 535) {
             ErrorKind::AuthenticationFailed
         } else if text.contains("no such file")
             || text.contains("not found")
@@ -207,7 +217,7 @@ impl XferError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             XferError::Connect { .. } => ErrorKind::ConnectionRefused,
-            XferError::Auth { .. } => ErrorKind::AuthenticationFailed,
+            XferError::Auth { .. } | XferError::Gsi { .. } => ErrorKind::AuthenticationFailed,
             XferError::Refused { kind, .. } => *kind,
             XferError::ChecksumMismatch { .. } => ErrorKind::ChecksumMismatch,
             XferError::Io { error, .. } => match error.kind() {

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod error;
 #[cfg(feature = "failpoints")]
 mod failpoint;
+pub mod gsi;
 pub mod ledger;
 pub mod listing;
 pub mod path;

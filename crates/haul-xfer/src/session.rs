@@ -20,6 +20,7 @@ use crate::tls::ClientTls;
 use crate::url::RemoteUrl;
 
 mod data;
+mod early;
 mod get;
 mod plut;
 mod put;
@@ -52,6 +53,8 @@ enum DataState {
     /// We listen; the server connects (downloads, and the destination side of nothing else).
     Download {
         listener: DataListener,
+        /// Under GSI, the background acceptor of the listener's connections.
+        early: Option<early::EarlyAccept>,
         parallelism: u32,
         cached: Vec<Conn>,
     },
@@ -59,8 +62,13 @@ enum DataState {
     Upload {
         cached: Vec<Conn>,
         pending: Vec<RawConn>,
+        /// Under GSI, connections whose handshakes run in the background, and how many.
+        ahead: Option<(usize, Ahead)>,
     },
 }
+
+/// Upload connections being readied in the background.
+type Ahead = std::thread::JoinHandle<std::io::Result<Vec<Conn>>>;
 
 /// A logged-in session with its data-channel state.
 pub struct Session {
@@ -203,7 +211,7 @@ impl Session {
         Session {
             ctl,
             url: url.clone(),
-            tls: tls.cloned(),
+            tls: tls.and_then(|t| t.for_url(url)),
             mode_e: false,
             data: DataState::None,
             data_timeout: DEFAULT_DATA_TIMEOUT,
@@ -272,10 +280,6 @@ impl Session {
             self.mode_e = true;
         }
         Ok(())
-    }
-
-    fn tls_host(&self) -> Option<(&ClientTls, &str)> {
-        self.tls.as_ref().map(|t| (t, self.url.host.as_str()))
     }
 
     /// Remote file size (SIZE).

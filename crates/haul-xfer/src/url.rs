@@ -1,5 +1,6 @@
 //! Transfer endpoints as users write them: `ftp://[user[:pass]@]host[:port]/path`,
-//! `haul://…` (the same protocol with TLS on control and data), or a local path.
+//! `haul://…` (the same protocol with TLS on control and data), `gsiftp://…` (GSI: X.509
+//! proxy certificates, [`crate::gsi`]), or a local path.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,8 +17,10 @@ pub enum Endpoint {
 /// A server URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteUrl {
-    /// True for `haul://` (TLS), false for `ftp://`.
+    /// True for `haul://` (TLS), false for `ftp://` and `gsiftp://`.
     pub tls: bool,
+    /// True for `gsiftp://` (GSI).
+    pub gsi: bool,
     /// User name (anonymous when absent).
     pub user: Option<String>,
     /// Password.
@@ -86,17 +89,18 @@ impl Endpoint {
             url: s.to_string(),
             reason: reason.to_string(),
         };
-        let (tls, rest) = if let Some(r) = s
-            .strip_prefix("ftp://")
-            .or_else(|| s.strip_prefix("gsiftp://"))
-        {
-            (false, r)
+        let (tls, gsi, rest) = if let Some(r) = s.strip_prefix("ftp://") {
+            (false, false, r)
+        } else if let Some(r) = s.strip_prefix("gsiftp://") {
+            (false, true, r)
         } else if let Some(r) = s.strip_prefix("haul://") {
-            (true, r)
+            (true, false, r)
         } else if let Some(r) = s.strip_prefix("file://") {
             return Ok(Endpoint::Local(PathBuf::from(pct_decode(r))));
         } else if s.contains("://") {
-            return Err(err("unknown scheme (use ftp://, haul:// or a local path)"));
+            return Err(err(
+                "unknown scheme (use ftp://, gsiftp://, haul:// or a local path)",
+            ));
         } else {
             if s.is_empty() {
                 return Err(err("empty path"));
@@ -139,6 +143,7 @@ impl Endpoint {
         }
         Ok(Endpoint::Remote(RemoteUrl {
             tls,
+            gsi,
             user,
             pass,
             host,
@@ -154,6 +159,15 @@ impl Endpoint {
 }
 
 impl RemoteUrl {
+    /// The URL scheme: `haul`, `gsiftp` or `ftp`.
+    pub fn scheme(&self) -> &'static str {
+        match (self.tls, self.gsi) {
+            (true, _) => "haul",
+            (false, true) => "gsiftp",
+            (false, false) => "ftp",
+        }
+    }
+
     /// `host:port` for connecting and for the history store.
     pub fn host_port(&self) -> String {
         if self.host.contains(':') {
@@ -167,7 +181,7 @@ impl RemoteUrl {
     /// `credentials`, `scheme://user[:pass]@host:port` (percent-encoded), for nesting this
     /// server into another URL (relays, docs/relay.md).
     pub fn server(&self, credentials: bool) -> String {
-        let scheme = if self.tls { "haul" } else { "ftp" };
+        let scheme = self.scheme();
         let cred = match (credentials, &self.user, &self.pass) {
             (true, Some(u), Some(p)) => format!("{}:{}@", pct_encode(u), pct_encode(p)),
             (true, Some(u), None) => format!("{}@", pct_encode(u)),
@@ -205,7 +219,7 @@ impl RemoteUrl {
 /// Prints the URL without its password.
 impl fmt::Display for RemoteUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = if self.tls { "haul" } else { "ftp" };
+        let scheme = self.scheme();
         match &self.user {
             Some(u) => write!(f, "{scheme}://{u}@{}{}", self.host_port(), self.path),
             None => write!(f, "{scheme}://{}{}", self.host_port(), self.path),

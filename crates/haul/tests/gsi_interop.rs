@@ -130,24 +130,16 @@ fn refused_clients_move_nothing() {
 
 #[test]
 fn third_party_with_globus_gridftp_server_under_gsi() {
-    if skip_without_globus("third_party_with_globus_gridftp_server_under_gsi") {
-        return;
-    }
     let Some(pki) = pki() else { return };
-    if euid() != 0 {
-        eprintln!("SKIP third_party_with_globus_gridftp_server_under_gsi: globus-gridftp-server maps GSI users to accounts only as root");
-        return;
-    }
     let proxy = proxy(&pki, "user");
     let haul_root = tempfile::tempdir().unwrap();
     let gfs_root = tempfile::tempdir().unwrap();
     share_tree(gfs_root.path()).unwrap();
     let data = random_bytes(3 << 20, 7);
     fs::write(haul_root.path().join("src.bin"), &data).unwrap();
-    // The Globus server maps the user to `nobody`; haul maps it to gsiuser.
-    let gmap = pki.path("gfs-grid-mapfile");
-    fs::write(&gmap, "\"/O=Grid/OU=haul test/CN=Test User\" nobody\n").unwrap();
-    let Some((g, port)) = globus_gsi_server(&pki, &gmap) else {
+    let Some((g, port)) =
+        globus_gsi_as_nobody("third_party_with_globus_gridftp_server_under_gsi", &pki)
+    else {
         return;
     };
     let s = serve_gsi(&pki, haul_root.path());

@@ -15,6 +15,17 @@ pub enum Action {
     /// handed over as replies must not exist at this point (they would be plaintext injected
     /// before the handshake).
     StartTls,
+    /// The server accepted `AUTH GSSAPI` (334): start a GSS context as its initiator and hand
+    /// its first token (base64) to [`Login::adat`].
+    StartGss,
+    /// The server answered an `ADAT` with 335 and this token (base64, possibly empty): step
+    /// the context with it and hand the token it gives to [`Login::adat`].
+    Adat(String),
+    /// The server answered an `ADAT` with 235: the context is established on its side. Step
+    /// the context with the final token (base64) if there is one, check that it is
+    /// established on this side too, protect the control connection from here on (every
+    /// command wrapped, every reply unwrapped), then call [`Login::gss_established`].
+    GssDone(Option<String>),
 }
 
 /// Why a login failed. Each carries the server's reply.
@@ -57,6 +68,13 @@ impl LoginError {
 enum Step {
     Greeting,
     AuthTls,
+    AuthGss,
+    /// Waiting for the driver's next `ADAT` token.
+    GssToken,
+    /// An `ADAT` is outstanding.
+    Adat,
+    /// 235 received: waiting for the driver to protect the control connection.
+    GssProtect,
     /// 234 received: waiting for the driver's TLS handshake.
     Handshake,
     Pbsz,
@@ -80,7 +98,7 @@ enum Step {
 pub struct Login {
     user: String,
     pass: String,
-    tls: bool,
+    security: Security,
     step: Step,
     /// Commands due to be written, in order (`FEAT` and `TYPE I` go together).
     transmit: std::collections::VecDeque<Command>,
@@ -94,20 +112,44 @@ impl fmt::Debug for Login {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Login")
             .field("user", &self.user)
-            .field("tls", &self.tls)
+            .field("security", &self.security)
             .field("step", &self.step)
             .field("features", &self.features)
             .finish_non_exhaustive()
     }
 }
 
+/// How the control connection is secured before the login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Security {
+    Plain,
+    /// RFC 4217: `AUTH TLS`, `PBSZ 0`, `PROT P`.
+    Tls,
+    /// RFC 2228 with Globus's GSSAPI (`gsiftp://`): `AUTH GSSAPI`, `ADAT` until 235.
+    Gsi,
+}
+
 impl Login {
     /// A login as `user` / `pass`, upgrading the control connection to TLS first when `tls`.
     pub fn new(user: impl Into<String>, pass: impl Into<String>, tls: bool) -> Login {
+        let security = if tls { Security::Tls } else { Security::Plain };
+        Login::with(user.into(), pass.into(), security)
+    }
+
+    /// A `gsiftp://` login: `AUTH GSSAPI` and the `ADAT` exchange (the driver runs the GSS
+    /// context, see [`Action::StartGss`]), then `USER` / `PASS` on the protected connection.
+    /// Globus clients send `:globus-mapping:` as the user when none is named, letting the
+    /// server pick the account the grid-mapfile gives the certificate's identity.
+    pub fn gsi(user: Option<String>, pass: Option<String>) -> Login {
+        let user = user.unwrap_or_else(|| ":globus-mapping:".into());
+        Login::with(user, pass.unwrap_or_else(|| "dummy".into()), Security::Gsi)
+    }
+
+    fn with(user: String, pass: String, security: Security) -> Login {
         Login {
-            user: user.into(),
-            pass: pass.into(),
-            tls,
+            user,
+            pass,
+            security,
             step: Step::Greeting,
             transmit: Default::default(),
             in_flight: 0,
@@ -133,6 +175,23 @@ impl Login {
     pub fn tls_established(&mut self) {
         if self.step == Step::Handshake && self.action.is_none() {
             self.enter(Step::Pbsz);
+        }
+    }
+
+    /// The driver's next GSS token (base64) for the server: the first after
+    /// [`Action::StartGss`], then one after each [`Action::Adat`]. Ignored at any other time.
+    pub fn adat(&mut self, token: String) {
+        if self.step == Step::GssToken && self.action.is_none() {
+            self.step = Step::Adat;
+            self.transmit.push_back(Command::Adat(token));
+        }
+    }
+
+    /// The driver protects the control connection as [`Action::GssDone`] asked. Ignored at
+    /// any other time.
+    pub fn gss_established(&mut self) {
+        if self.step == Step::GssProtect && self.action.is_none() {
+            self.enter(Step::User);
         }
     }
 
@@ -182,12 +241,36 @@ impl Login {
             Step::Greeting => match r.code {
                 120 => Ok(()),
                 220 => {
-                    self.enter(if self.tls { Step::AuthTls } else { Step::User });
+                    self.enter(match self.security {
+                        Security::Plain => Step::User,
+                        Security::Tls => Step::AuthTls,
+                        Security::Gsi => Step::AuthGss,
+                    });
                     Ok(())
                 }
                 _ => Err(LoginError::Greeting(r)),
             },
             Step::AuthTls => self.expect(r, 234, Step::Handshake),
+            Step::AuthGss => self.expect(r, 334, Step::GssToken),
+            Step::Adat => {
+                let token = adat_token(&r);
+                match r.code {
+                    335 => {
+                        self.step = Step::GssToken;
+                        self.action = Some(Action::Adat(token.unwrap_or_default()));
+                        Ok(())
+                    }
+                    235 => {
+                        self.step = Step::GssProtect;
+                        self.action = Some(Action::GssDone(token));
+                        Ok(())
+                    }
+                    _ => Err(LoginError::Refused {
+                        command: Command::Adat("…".into()),
+                        reply: r,
+                    }),
+                }
+            }
             Step::Pbsz => self.expect(r, 200, Step::Prot),
             Step::Prot => self.expect(r, 200, Step::User),
             Step::User | Step::Pass => match r.code {
@@ -212,7 +295,9 @@ impl Login {
                 Ok(())
             }
             Step::Type => self.expect(r, 200, Step::Done),
-            Step::Handshake | Step::Done | Step::Failed => Err(LoginError::Unexpected(r)),
+            Step::Handshake | Step::GssToken | Step::GssProtect | Step::Done | Step::Failed => {
+                Err(LoginError::Unexpected(r))
+            }
         }
     }
 
@@ -236,19 +321,40 @@ impl Login {
         if step == Step::Handshake {
             self.action = Some(Action::StartTls);
         }
+        if step == Step::GssToken {
+            self.action = Some(Action::StartGss);
+        }
     }
 
     /// The command a step sends.
     fn command_of(&self, step: Step) -> Option<Command> {
         Some(match step {
             Step::AuthTls => Command::Auth("TLS".into()),
+            Step::AuthGss => Command::Auth("GSSAPI".into()),
+            Step::Adat => Command::Adat("…".into()),
             Step::Pbsz => Command::Pbsz(0),
             Step::Prot => Command::Prot(ProtLevel::Private),
             Step::User => Command::User(self.user.clone()),
             Step::Pass => Command::Pass(self.pass.clone()),
             Step::Feat => Command::Feat,
             Step::Type => Command::Type(TransferType::Image),
-            Step::Greeting | Step::Handshake | Step::Done | Step::Failed => return None,
+            Step::Greeting
+            | Step::Handshake
+            | Step::GssToken
+            | Step::GssProtect
+            | Step::Done
+            | Step::Failed => return None,
         })
     }
+}
+
+/// The token of a 335 / 235 reply to `ADAT`: the text after `ADAT=` (RFC 2228), if any.
+fn adat_token(r: &Reply) -> Option<String> {
+    let text = r.text();
+    let at = text.find("ADAT=")?;
+    let token: String = text[at + 5..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    Some(token)
 }

@@ -22,9 +22,23 @@ fn play(login: &mut Login, script: &[&str]) -> (Vec<String>, Result<(), LoginErr
 
 fn drain(login: &mut Login, sent: &mut Vec<String>) {
     loop {
-        if let Some(Action::StartTls) = login.poll_action() {
-            sent.push("<tls>".into());
-            login.tls_established();
+        if let Some(a) = login.poll_action() {
+            // A stand-in GSS context: its tokens name the step that made them.
+            match a {
+                Action::StartTls => {
+                    sent.push("<tls>".into());
+                    login.tls_established();
+                }
+                Action::StartGss => {
+                    sent.push("<gss>".into());
+                    login.adat("t0".into());
+                }
+                Action::Adat(t) => login.adat(format!("after-{t}")),
+                Action::GssDone(t) => {
+                    sent.push(format!("<protect {t:?}>"));
+                    login.gss_established();
+                }
+            }
         } else if let Some(c) = login.poll_transmit() {
             sent.push(c.to_string());
         } else {
@@ -64,6 +78,67 @@ fn tls_login() {
     ];
     assert_eq!(sent, want);
     assert!(l.is_done());
+}
+
+#[test]
+fn gsi_login() {
+    let mut l = Login::gsi(None, None);
+    let script = [
+        "220 hi",
+        "334 ADAT must follow",
+        "335 ADAT=s1",
+        "335 ADAT=s2",
+        "235 ADAT=s3",
+        "331 pass",
+        "230 in",
+        "211 x",
+        "200 i",
+    ];
+    let (sent, res) = play(&mut l, &script);
+    res.unwrap();
+    let want = [
+        "AUTH GSSAPI",
+        "<gss>",
+        "ADAT t0",
+        "ADAT after-s1",
+        "ADAT after-s2",
+        "<protect Some(\"s3\")>",
+        "USER :globus-mapping:",
+        "PASS dummy",
+        "FEAT",
+        "TYPE I",
+    ];
+    assert_eq!(sent, want);
+    assert!(l.is_done());
+    // A 235 without a token, and a named account.
+    let mut l = Login::gsi(Some("alice".into()), None);
+    let (sent, res) = play(&mut l, &["220 hi", "334 go", "235 done", "230 in"]);
+    res.unwrap();
+    assert_eq!(sent[3..5], ["<protect None>", "USER alice"]);
+}
+
+#[test]
+fn gsi_refusals_end_the_login() {
+    let mut l = Login::gsi(None, None);
+    let (_, res) = play(&mut l, &["220 hi", "502 AUTH not available"]);
+    assert!(
+        matches!(&res, Err(LoginError::Refused { command, .. }) if command.to_string() == "AUTH GSSAPI"),
+        "{res:?}"
+    );
+    let mut l = Login::gsi(None, None);
+    let (_, res) = play(&mut l, &["220 hi", "334 go", "535 bad token"]);
+    assert!(
+        matches!(&res, Err(LoginError::Refused { reply, .. }) if reply.code == 535),
+        "{res:?}"
+    );
+    assert!(l.is_failed());
+    // A reply while the driver holds the context's next token answers nothing.
+    let mut l = Login::gsi(None, None);
+    l.handle_reply(Reply::new(220, "hi")).unwrap();
+    assert_eq!(l.poll_transmit(), Some(Command::Auth("GSSAPI".into())));
+    l.handle_reply(Reply::new(334, "go")).unwrap();
+    assert_eq!(l.poll_action(), Some(Action::StartGss));
+    assert!(l.handle_reply(Reply::new(235, "early")).is_err());
 }
 
 #[test]

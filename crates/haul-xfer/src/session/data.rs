@@ -12,6 +12,7 @@ use haul_transport::net::{DataListener, RawConn};
 use haul_transport::token::DataToken;
 use haul_transport::Conn;
 
+use super::early::EarlyAccept;
 use super::Session;
 use crate::error::XferError;
 use crate::tls::ClientTls;
@@ -35,6 +36,8 @@ pub enum PasvAddress {
 /// neither a connection nor a byte has arrived for `timeout`, the receive fails.
 pub(super) struct ListenAcceptor<'a> {
     listener: &'a DataListener,
+    /// Under GSI, the connections the background acceptor readied (it owns the listener).
+    early: Option<&'a EarlyAccept>,
     tls: Option<(&'a ClientTls, &'a str)>,
     peer: IpAddr,
     /// The session's data-connection token, which the server's connections must carry first.
@@ -49,6 +52,7 @@ impl<'a> ListenAcceptor<'a> {
     /// Accepts from `peer` on `listener` for a receive counting its bytes in `progress`.
     pub(super) fn new(
         listener: &'a DataListener,
+        early: Option<&'a EarlyAccept>,
         tls: Option<(&'a ClientTls, &'a str)>,
         peer: IpAddr,
         token: Option<DataToken>,
@@ -58,6 +62,7 @@ impl<'a> ListenAcceptor<'a> {
         let last = Mutex::new((Instant::now(), progress.bytes()));
         ListenAcceptor {
             listener,
+            early,
             tls,
             peer,
             token,
@@ -117,21 +122,28 @@ pub(super) fn present(conn: &mut Conn, token: Option<DataToken>) -> std::io::Res
 }
 
 /// Sets a data connection's read and write deadlines (a peer silent for that long fails the
-/// transfer) and wraps it in TLS when the session has it.
+/// transfer) and secures it (TLS, or GSI's `DCAU`) when the session is; `accepted` says this
+/// side accepted the connection.
 pub(super) fn prepare(
     raw: RawConn,
     tls: Option<(&ClientTls, &str)>,
+    accepted: bool,
     timeout: Duration,
 ) -> std::io::Result<Conn> {
     raw.set_timeouts(Some(timeout), Some(timeout))?;
     match tls {
-        Some((t, host)) => t.wrap_data(raw.into_tcp()?, host),
+        Some((t, host)) => t.wrap_data(raw.into_tcp()?, host, accepted),
         None => Ok(raw.into_conn()),
     }
 }
 
 impl Acceptor for ListenAcceptor<'_> {
     fn accept(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
+        if let Some(early) = self.early {
+            let got = early.next(wait)?;
+            self.check_stall(got.is_some())?;
+            return Ok(got);
+        }
         let deadline = Instant::now() + wait;
         loop {
             match self
@@ -140,7 +152,7 @@ impl Acceptor for ListenAcceptor<'_> {
             {
                 Ok((c, from)) if from.ip() == self.peer => {
                     self.check_stall(true)?;
-                    let mut conn = prepare(c, self.tls, self.timeout)?;
+                    let mut conn = prepare(c, self.tls, true, self.timeout)?;
                     match self.token.map(|t| t.check(&mut conn, self.timeout)) {
                         Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                             tracing::warn!("closed a data connection from {from}: {e}");

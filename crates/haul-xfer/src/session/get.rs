@@ -14,6 +14,7 @@ use haul_transport::mode_e;
 use haul_transport::net::DataListener;
 
 use super::data::ListenAcceptor;
+use super::early::{EarlyAccept, EarlySpec};
 use super::{item_at, DataParams, DataState, GetItem, ItemResult, Session};
 use crate::checksum::chunked::ChunkList;
 use crate::checksum::{Algorithm, HashingSink};
@@ -76,9 +77,28 @@ impl Session {
         } else {
             Command::Eprt(addr)
         };
+        // Under GSI the server's connections are accepted and authenticated as they come:
+        // a Globus server does that before its 150 (see `early`).
+        let early = match self.tls.clone().filter(|t| t.gsi().is_some()) {
+            Some(tls) => Some(
+                EarlyAccept::start(EarlySpec {
+                    listener: listener
+                        .try_clone()
+                        .map_err(|e| XferError::io("data listener", e))?,
+                    tls,
+                    host: self.url.host.clone(),
+                    peer: self.ctl.peer.ip(),
+                    token: self.token,
+                    timeout: self.data_timeout,
+                })
+                .map_err(|e| XferError::io("data listener", e))?,
+            ),
+            None => None,
+        };
         self.ctl.ok(&cmd)?;
         self.data = DataState::Download {
             listener,
+            early,
             parallelism: p.parallelism,
             cached: Vec::new(),
         };
@@ -296,7 +316,10 @@ impl Session {
         let tls = self.tls.clone();
         let host = self.url.host.clone();
         let DataState::Download {
-            listener, cached, ..
+            listener,
+            early,
+            cached,
+            ..
         } = &mut self.data
         else {
             return Err(XferError::Usage(
@@ -306,6 +329,7 @@ impl Session {
         let tls = tls.as_ref().map(|t| (t, host.as_str()));
         let acceptor = ListenAcceptor::new(
             listener,
+            early.as_ref(),
             tls,
             self.ctl.peer.ip(),
             self.token,

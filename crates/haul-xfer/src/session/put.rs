@@ -6,18 +6,26 @@ use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
 use haul_proto::{Command, RangeSet};
 use haul_transport::mode_e::{self, Progress};
 use haul_transport::net::RawConn;
+use haul_transport::token::DataToken;
 
 use super::data::{self, prepare};
 use super::{item_at, DataParams, DataState, ItemResult, PutItem, Session};
 use crate::control::Control;
 use crate::error::XferError;
+use crate::tls::ClientTls;
 
 impl Session {
     /// Ensures the session is set up to upload with `p` streams.
     pub(super) fn ready_upload(&mut self, p: &DataParams) -> Result<(), XferError> {
         self.set_mode_e()?;
-        if let DataState::Upload { cached, pending } = &self.data {
-            if cached.len() + pending.len() == p.parallelism as usize {
+        if let DataState::Upload {
+            cached,
+            pending,
+            ahead,
+        } = &self.data
+        {
+            let ahead = ahead.as_ref().map_or(0, |a| a.0);
+            if cached.len() + pending.len() + ahead == p.parallelism as usize {
                 return Ok(());
             }
         }
@@ -34,10 +42,26 @@ impl Session {
             );
         }
         // The server accepts (and does its TLS handshake) only once a STOR runs, so the
-        // connections are wrapped after the first 150 reply, in `send_data`.
+        // connections are wrapped after the first 150 reply, in `send_data`. Under GSI a
+        // Globus server answers 150 only once the connections are authenticated: their
+        // handshakes run in the background from now on, and finish once the STOR is sent.
+        let ahead = match self.tls.clone().filter(|t| t.gsi().is_some()) {
+            Some(tls) => {
+                let n = pending.len();
+                let (host, token, timeout) = (self.url.host.clone(), self.token, self.data_timeout);
+                let raws = std::mem::take(&mut pending);
+                let h = std::thread::Builder::new()
+                    .name("gsi-connect".into())
+                    .spawn(move || ready_conns(raws, Some(&tls), &host, token, timeout))
+                    .map_err(|e| XferError::io("data connections", e))?;
+                Some((n, h))
+            }
+            None => None,
+        };
         self.data = DataState::Upload {
             cached: Vec::new(),
             pending,
+            ahead,
         };
         Ok(())
     }
@@ -135,21 +159,24 @@ impl Session {
     pub(super) fn upload_conns(&mut self) -> Result<(), XferError> {
         let tls = self.tls.clone();
         let host = self.url.host.clone();
-        let DataState::Upload { cached, pending } = &mut self.data else {
+        let DataState::Upload {
+            cached,
+            pending,
+            ahead,
+        } = &mut self.data
+        else {
             return Err(XferError::Usage("session is not set up for uploads".into()));
         };
-        // Each connection carries the token right after its TLS handshake: the server
-        // checks one connection's token before it accepts (and handshakes) the next.
-        for raw in pending.drain(..) {
-            let mut conn = prepare(
-                raw,
-                tls.as_ref().map(|t| (t, host.as_str())),
-                self.data_timeout,
-            )
-            .map_err(|e| XferError::io(&host, e))?;
-            data::present(&mut conn, self.token).map_err(|e| XferError::io(&host, e))?;
-            cached.push(conn);
+        if let Some((_, h)) = ahead.take() {
+            let ready = h
+                .join()
+                .map_err(|_| XferError::Internal("data-connection set-up panicked".into()))?;
+            cached.extend(ready.map_err(|e| XferError::io(&host, e))?);
         }
+        let raws = std::mem::take(pending);
+        let ready = ready_conns(raws, tls.as_ref(), &host, self.token, self.data_timeout)
+            .map_err(|e| XferError::io(&host, e))?;
+        cached.extend(ready);
         Ok(())
     }
 
@@ -162,6 +189,25 @@ impl Session {
             _ => Err(XferError::Usage("session is not set up for uploads".into())),
         }
     }
+}
+
+/// Readies upload connections in order: each carries the token right after its handshake
+/// (TLS or GSI), since the server checks one connection's token before it accepts (and
+/// handshakes) the next.
+fn ready_conns(
+    raws: Vec<RawConn>,
+    tls: Option<&ClientTls>,
+    host: &str,
+    token: Option<DataToken>,
+    timeout: std::time::Duration,
+) -> std::io::Result<Vec<haul_transport::Conn>> {
+    let mut out = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let mut conn = prepare(raw, tls.map(|t| (t, host)), false, timeout)?;
+        data::present(&mut conn, token)?;
+        out.push(conn);
+    }
+    Ok(out)
 }
 
 /// What [`Transfers`] is to do for `it`.

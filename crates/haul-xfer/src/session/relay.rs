@@ -227,12 +227,26 @@ impl Session {
         let raw = RawConn::connect(self.stack, addr, None, self.data_timeout)
             .map_err(|e| XferError::io(&self.ctl.name, e))?;
         self.ctl.send(cmd)?;
-        let r = self.ctl.reply()?;
+        // The handshake runs while the reply is awaited: a Globus server under GSI
+        // authenticates the connection before it answers 150. A refusal cuts it.
+        let cut = raw.cutter().map_err(|e| XferError::io(&self.ctl.name, e))?;
+        let (tls, host, timeout) = (self.tls.clone(), self.url.host.clone(), self.data_timeout);
+        let (r, conn) = std::thread::scope(|s| {
+            let tls = tls.as_ref().map(|t| (t, host.as_str()));
+            let h = s.spawn(move || prepare(raw, tls, false, timeout));
+            let r = self.ctl.reply();
+            if !r.as_ref().is_ok_and(|r| r.is_preliminary()) {
+                cut.cut();
+            }
+            (r, h.join())
+        });
+        let r = r?;
         if !r.is_preliminary() {
             return Err(XferError::from_reply(&self.ctl.name, cmd, &r));
         }
         started();
-        let mut conn = prepare(raw, self.tls_host(), self.data_timeout)
+        let mut conn = conn
+            .map_err(|_| XferError::Internal("data-connection set-up panicked".into()))?
             .map_err(|e| XferError::io(&self.ctl.name, e))?;
         data::present(&mut conn, token).map_err(|e| XferError::io(&self.ctl.name, e))?;
         haul_transport::stream::receive(conn, sink, offset, progress)

@@ -31,6 +31,7 @@ impl std::fmt::Debug for Spare {
 /// relays (a nested path carries the features of the chain's end).
 fn same_login(a: &RemoteUrl, b: &RemoteUrl) -> bool {
     a.tls == b.tls
+        && a.gsi == b.gsi
         && a.host == b.host
         && a.port == b.port
         && a.user == b.user

@@ -235,3 +235,18 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// [`globus_gsi_server`] mapping the PKI's user to `nobody` (it refuses to map to root, and
+/// maps at all only as root); None, having said why, when `test` must skip.
+pub fn globus_gsi_as_nobody(test: &str, pki: &Pki) -> Option<(Killed, u16)> {
+    if skip_without_globus(test) {
+        return None;
+    }
+    if euid() != 0 {
+        eprintln!("SKIP {test}: globus-gridftp-server maps GSI users to accounts only as root");
+        return None;
+    }
+    let gmap = pki.path("gfs-grid-mapfile");
+    fs::write(&gmap, "\"/O=Grid/OU=haul test/CN=Test User\" nobody\n").unwrap();
+    globus_gsi_server(pki, &gmap)
+}

@@ -12,24 +12,34 @@ use haul_xfer::{Clustering, Endpoint, Options, PasvAddress, PathEstimate, Transp
 
 use super::args::{transport_name, Args, PieceSize};
 
-/// The TLS client for haul:// ends: from `--ca`, which a haul:// URL requires.
+/// The client's security: TLS for haul:// ends, from `--ca`, which a haul:// URL requires;
+/// GSI for gsiftp:// ends, from the user's proxy and the trusted CAs where the Globus tools
+/// find them.
 pub(super) fn client_tls(
     args: &Args,
     src: &Endpoint,
     dst: &Endpoint,
 ) -> anyhow::Result<Option<ClientTls>> {
-    match &args.ca {
-        Some(ca) => ClientTls::from_ca_file(ca)
-            .map(Some)
-            .with_context(|| format!("loading CA file {}", ca.display())),
-        None if [src, dst]
+    let any = |f: fn(&haul_xfer::RemoteUrl) -> bool| {
+        [src, dst]
             .iter()
-            .any(|e| matches!(e, Endpoint::Remote(r) if r.tls)) =>
-        {
+            .any(|e| matches!(e, Endpoint::Remote(r) if f(r)))
+    };
+    let tls = match &args.ca {
+        Some(ca) => Some(
+            ClientTls::from_ca_file(ca)
+                .with_context(|| format!("loading CA file {}", ca.display()))?,
+        ),
+        None if any(|r| r.tls) => {
             anyhow::bail!("haul:// URLs need --ca FILE with the server's CA certificate")
         }
-        None => Ok(None),
+        None => None,
+    };
+    if !any(|r| r.gsi) {
+        return Ok(tls);
     }
+    let gsi = haul_xfer::gsi::ClientGsi::from_environment()?;
+    Ok(Some(tls.unwrap_or_default().with_gsi(gsi)))
 }
 
 /// The engine's options from the flags and `--profile`, without clustering or pieces.

@@ -1,0 +1,246 @@
+//! The client's GSI (`gsiftp://`), found as the Globus tools find it: the user's proxy at
+//! `X509_USER_PROXY` or `/tmp/x509up_u<uid>`, the trusted CAs at `X509_CERT_DIR` or
+//! `/etc/grid-security/certificates`. The control connection's GSS context is established
+//! through `ADAT` (haul-proto's [`Login`](haul_proto::Login) drives the exchange, haul-gsi's
+//! [`Context`] makes the tokens), delegating a proxy to the server so that it can act for the
+//! user on data channels and onward; the server's certificate must name the host connected
+//! to. From then on [`Protected`] carries the control connection: each command line goes out
+//! as `ENC <token>`, each `63x` reply line is unwrapped. Data connections authenticate with
+//! the same proxy under `DCAU A` (the server presents the proxy it was delegated), carried by
+//! haul-transport's [`DataGsi`].
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use haul_gsi::{ftp, Context, Credential, PeerPolicy, TrustStore};
+use haul_transport::gsi::{DataGsi, Expect};
+use haul_transport::{Cutter, DataStream};
+
+use crate::error::XferError;
+
+/// Longest raw reply line accepted under GSI (a base64 token of [`ftp::MAX_TOKEN`] bytes).
+const MAX_LINE: usize = ftp::MAX_TOKEN / 3 * 4 + 16;
+
+/// A user's GSI credential and trust, loaded once per command.
+pub struct ClientGsi {
+    cred: Credential,
+    policy: PeerPolicy,
+    control: Arc<rustls::ClientConfig>,
+    data: DataGsi,
+    identity: String,
+}
+
+impl std::fmt::Debug for ClientGsi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientGsi")
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+fn gsi_err(what: &Path, reason: impl std::fmt::Display) -> XferError {
+    XferError::Gsi {
+        host: what.display().to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+impl ClientGsi {
+    /// The proxy and the CAs where the Globus tools look for them.
+    pub fn from_environment() -> Result<ClientGsi, XferError> {
+        Self::load(&Credential::proxy_path(), &TrustStore::default_dir())
+    }
+
+    /// The proxy file `proxy` (certificates and key in one file, as `grid-proxy-init` writes
+    /// it), trusting the CAs of `cert_dir`. The proxy must be valid now under those CAs.
+    pub fn load(proxy: &Path, cert_dir: &Path) -> Result<ClientGsi, XferError> {
+        let cred = Credential::load_proxy(proxy).map_err(|e| {
+            gsi_err(
+                proxy,
+                format!("{e} (make a proxy with grid-proxy-init, or set X509_USER_PROXY)"),
+            )
+        })?;
+        let trust = TrustStore::load_dir(cert_dir).map_err(|e| gsi_err(cert_dir, e))?;
+        let policy = PeerPolicy {
+            trust: Arc::new(trust),
+            max_proxies: haul_gsi::chain::DEFAULT_MAX_PROXIES,
+        };
+        let me = policy
+            .verify(&cred.chain_slices())
+            .map_err(|e| gsi_err(proxy, format!("the proxy does not verify: {e}")))?;
+        let control =
+            haul_gsi::tls::initiator_config(Some(&cred), &policy).map_err(|e| gsi_err(proxy, e))?;
+        let data = DataGsi {
+            acceptor: haul_transport::gsi::acceptor_context(&cred)
+                .map_err(|e| gsi_err(proxy, e))?,
+            initiator: control.clone(),
+            policy: policy.clone(),
+            expect: Expect::Identity(me.identity.clone()),
+            protect: false,
+        };
+        Ok(ClientGsi {
+            cred,
+            policy,
+            control,
+            data,
+            identity: me.identity,
+        })
+    }
+
+    /// The identity behind the proxy (its end-entity subject).
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Data connections' settings: `DCAU A` (the peer is this same identity), `PROT C`.
+    pub fn data(&self) -> &DataGsi {
+        &self.data
+    }
+
+    /// A control connection's context as initiator, delegating, and its first token.
+    pub(crate) fn start(&self) -> Result<(Context, Vec<u8>), haul_gsi::ContextError> {
+        Context::initiate(
+            self.control.clone(),
+            self.policy.clone(),
+            false,
+            Some(self.cred.clone()),
+        )
+    }
+}
+
+/// Where the proxy file is looked for, for messages.
+pub fn proxy_path() -> PathBuf {
+    Credential::proxy_path()
+}
+
+/// Steps `ctx` with a base64 token from the server; gives the base64 token to send back.
+pub(crate) fn step(ctx: &mut Context, token: &str) -> Result<String, String> {
+    let raw = ftp::decode(token).map_err(|e| e.to_string())?;
+    let out = ctx.step(&raw).map_err(|e| e.to_string())?;
+    if out.token.is_empty() && !out.done {
+        return Err("the context stalled: no token to send and not established".into());
+    }
+    Ok(ftp::encode(&out.token))
+}
+
+/// Checks that the server `ctx` authenticated may be `host`.
+pub(crate) fn check_server(ctx: &Context, host: &str) -> Result<(), String> {
+    let peer = ctx.peer().ok_or("no server certificate")?;
+    if !haul_gsi::name::host_matches(&peer.host_names, host) {
+        return Err(format!(
+            "the server's certificate ({}) names {:?}, not {host}",
+            peer.subject, peer.host_names
+        ));
+    }
+    Ok(())
+}
+
+/// The control connection under GSI, after the context is established.
+pub(crate) struct Protected {
+    tcp: TcpStream,
+    ctx: Context,
+    /// Command bytes written and not yet a whole line.
+    out: Vec<u8>,
+    /// Raw reply bytes read and not yet a whole line.
+    raw: Vec<u8>,
+    /// Unwrapped reply bytes not yet read.
+    plain: Vec<u8>,
+}
+
+impl Protected {
+    pub(crate) fn new(tcp: TcpStream, ctx: Context) -> Protected {
+        Protected {
+            tcp,
+            ctx,
+            out: Vec::new(),
+            raw: Vec::new(),
+            plain: Vec::new(),
+        }
+    }
+
+    /// Unwraps every whole raw line into `plain`.
+    fn unwrap_lines(&mut self) -> io::Result<()> {
+        while let Some(end) = self.raw.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.raw.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\r', '\n']);
+            let Some((token, _last)) = ftp::protected_reply(text) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("an unprotected reply on a GSI control connection: {text:?}"),
+                ));
+            };
+            let mut plain = ftp::decode(token)
+                .and_then(|t| self.ctx.unwrap(&t).map_err(Into::into))
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            while plain.last() == Some(&0) {
+                plain.pop();
+            }
+            if !plain.ends_with(b"\n") {
+                plain.extend_from_slice(b"\r\n");
+            }
+            self.plain.extend_from_slice(&plain);
+        }
+        if self.raw.len() > MAX_LINE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a reply line longer than {MAX_LINE} bytes"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Read for Protected {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.plain.is_empty() {
+            let mut chunk = [0u8; 8192];
+            let n = self.tcp.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            self.raw.extend_from_slice(&chunk[..n]);
+            self.unwrap_lines()?;
+        }
+        let n = buf.len().min(self.plain.len());
+        buf[..n].copy_from_slice(&self.plain[..n]);
+        self.plain.drain(..n);
+        Ok(n)
+    }
+}
+
+impl Write for Protected {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.extend_from_slice(buf);
+        while let Some(end) = self.out.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.out.drain(..=end).collect();
+            let token = self
+                .ctx
+                .wrap(&line)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let wrapped = format!("ENC {}\r\n", ftp::encode(&token));
+            self.tcp.write_all(wrapped.as_bytes())?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
+impl DataStream for Protected {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.tcp.shutdown(std::net::Shutdown::Write)
+    }
+
+    fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        self.tcp.set_read_timeout(t)
+    }
+
+    fn cutter(&self) -> io::Result<Cutter> {
+        self.tcp.try_clone().map(Cutter::Tcp)
+    }
+}

@@ -1,0 +1,124 @@
+//! Data connections accepted and authenticated as they arrive, before the server's `150`.
+//! A Globus server under GSI authenticates the data connections of a `RETR` (`DCAU`) before
+//! it answers `150`, so a client that waits for the `150` to accept them never answers the
+//! handshake and both ends wait. Under GSI a download session therefore runs this acceptor
+//! for as long as its listener lives: it takes the server's connections (from the control
+//! connection's peer only), runs the GSI handshake and checks the session's data token, and
+//! hands the ready connections to the receive over a channel.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use haul_transport::net::DataListener;
+use haul_transport::token::DataToken;
+use haul_transport::Conn;
+
+use super::data::prepare;
+use crate::tls::ClientTls;
+
+/// How often the background accept looks at its stop flag.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What the background acceptor needs.
+pub(super) struct EarlySpec {
+    pub listener: DataListener,
+    pub tls: ClientTls,
+    pub host: String,
+    pub peer: IpAddr,
+    pub token: Option<DataToken>,
+    pub timeout: Duration,
+}
+
+/// The background acceptor of one download listener; stopped when dropped.
+pub(super) struct EarlyAccept {
+    /// Behind a lock: the receive's streams share the acceptor.
+    rx: Mutex<Receiver<std::io::Result<Conn>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for EarlyAccept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EarlyAccept")
+    }
+}
+
+impl EarlyAccept {
+    /// Starts accepting on `spec.listener`.
+    pub(super) fn start(spec: EarlySpec) -> std::io::Result<EarlyAccept> {
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("gsi-accept".into())
+            .spawn(move || run(spec, &flag, &tx))?;
+        Ok(EarlyAccept {
+            rx: Mutex::new(rx),
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// The next ready connection, waiting at most `wait`: None when none came.
+    pub(super) fn next(&self, wait: Duration) -> std::io::Result<Option<Conn>> {
+        let rx = self
+            .rx
+            .lock()
+            .map_err(|_| std::io::Error::other("acceptor state poisoned"))?;
+        match rx.recv_timeout(wait) {
+            Ok(r) => r.map(Some),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(std::io::Error::other(
+                "the data-connection acceptor stopped",
+            )),
+        }
+    }
+}
+
+impl Drop for EarlyAccept {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn run(spec: EarlySpec, stop: &AtomicBool, tx: &mpsc::Sender<std::io::Result<Conn>>) {
+    while !stop.load(Ordering::Acquire) {
+        let ready = match spec.listener.accept_timeout(POLL) {
+            Ok((c, from)) if from.ip() == spec.peer => {
+                let tls = Some((&spec.tls, spec.host.as_str()));
+                prepare(c, tls, true, spec.timeout).and_then(|mut conn| {
+                    if let Some(t) = spec.token {
+                        t.check(&mut conn, spec.timeout)?;
+                    }
+                    Ok(conn)
+                })
+            }
+            Ok((c, from)) => {
+                tracing::warn!(
+                    "closed a data connection from {from}: only the server {} may connect",
+                    spec.peer
+                );
+                drop(c);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(e) => {
+                // The listener itself broke.
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        // A connection that failed its handshake fails the receive, which says why (the
+        // server's data-channel identity, say), rather than stalling it.
+        if tx.send(ready).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `haul cp gsiftp://` as a GSI client, with a real proxy from `grid-proxy-init`: against
+//! `globus-gridftp-server` with GSI and its default `DCAU A` (download, upload with 4 streams,
+//! a tree, verified by the server's checksums), against `haul serve` the same way, a
+//! third-party copy between the two under the delegated credentials, and the refusals: no
+//! proxy, and a server whose certificate does not name the host connected to.
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::globus::*;
+use common::gsi::*;
+use common::haul::*;
+
+/// `haul cp` as the holder of `proxy`, trusting the PKI's CAs.
+fn cp_as(pki: &Pki, proxy: &Path, args: &[&str], history: &Path) -> std::process::Output {
+    let certs = pki.certs().display().to_string();
+    let proxy = proxy.display().to_string();
+    cp_env(
+        args,
+        history,
+        &[
+            ("X509_CERT_DIR", certs.as_str()),
+            ("X509_USER_PROXY", proxy.as_str()),
+        ],
+    )
+}
+
+/// A served tree: `f.bin` (5 MiB) and `tree/` with files in two levels.
+fn fill(root: &Path) {
+    fs::write(root.join("f.bin"), random_bytes(5 << 20, 3)).unwrap();
+    fs::create_dir_all(root.join("tree/a/b")).unwrap();
+    for i in 0..8 {
+        let dir = if i % 2 == 0 { "tree/a" } else { "tree/a/b" };
+        fs::write(
+            root.join(format!("{dir}/f{i}")),
+            random_bytes(7_000 * (i + 1), i as u64),
+        )
+        .unwrap();
+    }
+}
+
+/// Download, upload with 4 streams, and a tree, from and to the server at `base` (a URL
+/// ending in `/` whose paths land in `root`).
+fn round_trip(pki: &Pki, proxy: &Path, base: &str, root: &Path) {
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    let dl = local.path().join("dl.bin");
+    let out = cp_as(
+        pki,
+        proxy,
+        &[&format!("{base}f.bin"), dl.to_str().unwrap()],
+        &hist,
+    );
+    assert_success(&out, "download");
+    same(&dl, &root.join("f.bin"));
+
+    let out = cp_as(
+        pki,
+        proxy,
+        &["-p", "4", dl.to_str().unwrap(), &format!("{base}up.bin")],
+        &hist,
+    );
+    assert_success(&out, "upload -p 4");
+    same(&root.join("up.bin"), &dl);
+
+    let tree = local.path().join("tree");
+    let out = cp_as(
+        pki,
+        proxy,
+        &[
+            "-r",
+            "-c",
+            "2",
+            &format!("{base}tree/"),
+            tree.to_str().unwrap(),
+        ],
+        &hist,
+    );
+    assert_success(&out, "tree -r -c 2");
+    for i in 0..8 {
+        let dir = if i % 2 == 0 { "a" } else { "a/b" };
+        same(
+            &tree.join(format!("{dir}/f{i}")),
+            &root.join(format!("tree/{dir}/f{i}")),
+        );
+    }
+}
+
+#[test]
+fn haul_cp_gsiftp_against_globus_gridftp_server() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let root = tempfile::tempdir().unwrap();
+    fill(root.path());
+    share_tree(root.path()).unwrap();
+    let Some((_g, port)) =
+        globus_gsi_as_nobody("haul_cp_gsiftp_against_globus_gridftp_server", &pki)
+    else {
+        return;
+    };
+    let base = format!("gsiftp://127.0.0.1:{port}{}/", root.path().display());
+    round_trip(&pki, &proxy, &base, root.path());
+}
+
+#[test]
+fn haul_cp_gsiftp_against_haul_serve() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let root = tempfile::tempdir().unwrap();
+    fill(root.path());
+    let s = serve_gsi(&pki, root.path());
+    let base = format!("gsiftp://127.0.0.1:{}/", port_of(&s));
+    round_trip(&pki, &proxy, &base, root.path());
+}
+
+#[test]
+fn third_party_between_haul_serve_and_globus_by_haul_cp() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let haul_root = tempfile::tempdir().unwrap();
+    let gfs_root = tempfile::tempdir().unwrap();
+    share_tree(gfs_root.path()).unwrap();
+    let data = random_bytes(3 << 20, 9);
+    fs::write(haul_root.path().join("src.bin"), &data).unwrap();
+    let Some((_g, port)) =
+        globus_gsi_as_nobody("third_party_between_haul_serve_and_globus_by_haul_cp", &pki)
+    else {
+        return;
+    };
+    let s = serve_gsi(&pki, haul_root.path());
+    let haul = |rel: &str| format!("gsiftp://127.0.0.1:{}/{rel}", port_of(&s));
+    let theirs = format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display());
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    let out = cp_as(
+        &pki,
+        &proxy,
+        &[&haul("src.bin"), &format!("{theirs}a.bin")],
+        &hist,
+    );
+    assert_success(&out, "haul serve -> Globus");
+    let out = cp_as(
+        &pki,
+        &proxy,
+        &[&format!("{theirs}a.bin"), &haul("back.bin")],
+        &hist,
+    );
+    assert_success(&out, "Globus -> haul serve");
+    assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
+    assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
+}
+
+#[test]
+fn gsi_client_refusals_are_clear() {
+    let Some(pki) = pki() else { return };
+    let root = tempfile::tempdir().unwrap();
+    fill(root.path());
+    let s = serve_gsi(&pki, root.path());
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    let dest = local.path().join("f.bin");
+    // No proxy where it is looked for.
+    let missing = local.path().join("no-proxy.pem");
+    let url = format!("gsiftp://127.0.0.1:{}/f.bin", port_of(&s));
+    let out = cp_as(&pki, &missing, &[&url, dest.to_str().unwrap()], &hist);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("grid-proxy-init"), "{err}");
+    assert!(!dest.exists());
+    // A server whose certificate (a user's, CN=Stranger) does not name 127.0.0.1.
+    let proxy = proxy(&pki, "user");
+    let p = |n: &str| pki.path(n).display().to_string();
+    let s2 = serve(
+        root.path(),
+        &[
+            "--gsi-cert",
+            &p("strangercert.pem"),
+            "--gsi-key",
+            &p("strangerkey.pem"),
+            "--gsi-cert-dir",
+            &pki.certs().display().to_string(),
+            "--gridmap",
+            &p("grid-mapfile"),
+        ],
+    );
+    let url = format!("gsiftp://127.0.0.1:{}/f.bin", port_of(&s2));
+    let out = cp_as(&pki, &proxy, &[&url, dest.to_str().unwrap()], &hist);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a server named otherwise was trusted"
+    );
+    assert!(err.contains("not 127.0.0.1"), "{err}");
+    assert!(!dest.exists());
+}
