@@ -55,7 +55,8 @@ pub fn request() -> Result<(Pending, Vec<u8>), DelegationError> {
 
 impl Pending {
     /// Builds the delegated credential from the initiator's answer `reply` and the chain it
-    /// authenticated with (`peer_chain`, leaf first), and checks the result under `peers`.
+    /// authenticated with (`peer_chain`, leaf first), and checks the result under `peers`
+    /// (which allow it the one proxy more that the delegation adds).
     pub fn assemble(
         self,
         reply: &[u8],
@@ -72,7 +73,9 @@ impl Pending {
         }
         let mut chain = vec![CertificateDer::from(first.to_vec())];
         chain.extend(peer_chain.iter().cloned());
-        peers.verify(&chain.iter().map(|c| c.as_ref()).collect::<Vec<_>>())?;
+        peers
+            .delegated()
+            .verify(&chain.iter().map(|c| c.as_ref()).collect::<Vec<_>>())?;
         Ok(Credential {
             chain,
             key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.serialize_der())),

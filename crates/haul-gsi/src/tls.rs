@@ -49,6 +49,17 @@ impl PeerPolicy {
         chain::verify(chain, &self.trust, chain::unix_now(), self.max_proxies)
     }
 
+    /// This policy for chains that carry one proxy more than a client's own: the credential a
+    /// client delegates (the proxy the acceptor asked for, on top of the client's chain), and
+    /// the peers of data channels, where a server acting for a client presents that credential.
+    /// Without it, a client at the limit could not delegate.
+    pub fn delegated(&self) -> PeerPolicy {
+        PeerPolicy {
+            trust: self.trust.clone(),
+            max_proxies: self.max_proxies.saturating_add(1),
+        }
+    }
+
     fn check(
         &self,
         ee: &CertificateDer<'_>,

@@ -112,6 +112,31 @@ fn an_expired_proxy_is_refused_in_the_handshake() {
     assert!(e.to_string().contains("expired"), "{e}");
 }
 
+/// At `max_proxies` 1 a one-proxy client still delegates (the delegated credential holds two
+/// proxies, one of them the acceptor's own request) and that credential serves on a data
+/// channel; a client presenting two proxies is refused.
+#[test]
+fn a_client_at_the_proxy_limit_can_still_delegate() {
+    let ca = Ca::new("Test CA");
+    let user = proxy(&ca.user("Test User", 10));
+    let host = ca.user("localhost", 11);
+    let mut policy = policy(ca.trust());
+    policy.max_proxies = 1;
+    let (_, mut acc) = establish(&user, &host, &policy, false, true).unwrap();
+    let delegated = acc.take_delegated().expect("a delegated credential");
+    assert_eq!(
+        policy
+            .delegated()
+            .verify(&delegated.chain_slices())
+            .unwrap()
+            .proxies,
+        2
+    );
+    establish(&delegated, &host, &policy.delegated(), true, false).unwrap();
+    let e = establish(&proxy(&user), &host, &policy, false, true).unwrap_err();
+    assert!(e.to_string().contains("too deep"), "{e}");
+}
+
 #[test]
 fn garbage_tokens_fail_cleanly() {
     let ca = Ca::new("Test CA");

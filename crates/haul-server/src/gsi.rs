@@ -112,16 +112,18 @@ impl GsiServer {
         let cred = cred.unwrap_or(&self.host);
         Ok((
             haul_transport::gsi::acceptor_context(cred)?,
-            initiator_config(Some(cred), &self.policy).map_err(std::io::Error::other)?,
+            initiator_config(Some(cred), &self.policy.delegated())
+                .map_err(std::io::Error::other)?,
         ))
     }
 
-    /// The settings of the next data connections.
+    /// The settings of the next data connections. Their peer may be another server presenting
+    /// the credential the client delegated to it, one proxy deeper than the client's own chain.
     pub fn data(&self, cfgs: &DataConfigs, expect: Expect, protect: bool) -> DataGsi {
         DataGsi {
             acceptor: cfgs.0.clone(),
             initiator: cfgs.1.clone(),
-            policy: self.policy.clone(),
+            policy: self.policy.delegated(),
             expect,
             protect,
         }

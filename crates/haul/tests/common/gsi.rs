@@ -250,3 +250,271 @@ pub fn globus_gsi_as_nobody(test: &str, pki: &Pki) -> Option<(Killed, u16)> {
     fs::write(&gmap, "\"/O=Grid/OU=haul test/CN=Test User\" nobody\n").unwrap();
     globus_gsi_server(pki, &gmap)
 }
+
+/// `haul serve` offering GSI with the PKI's files and `extra` flags, its log (`HAUL_LOG=info`)
+/// kept in a file for the tests to read; killed on drop.
+pub struct LoggedServe {
+    pub proc: Killed,
+    pub addr: String,
+    pub log: PathBuf,
+}
+
+pub fn serve_gsi_logged(pki: &Pki, root: &Path, extra: &[&str]) -> LoggedServe {
+    let log = pki.path(&format!("serve-{}.log", free_port()));
+    let mut cmd = Command::new("sh");
+    // The shell sends the server's stderr to the log and becomes the server (same pid).
+    cmd.args(["-c", "exec \"$0\" \"$@\" 2>>\"$HAUL_TEST_LOG\""])
+        .arg(env!("CARGO_BIN_EXE_haul"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-history", "--root"])
+        .arg(root);
+    for (flag, file) in [
+        ("--gsi-cert", pki.path("hostcert.pem")),
+        ("--gsi-key", pki.path("hostkey.pem")),
+        ("--gsi-cert-dir", pki.certs()),
+        ("--gridmap", pki.path("grid-mapfile")),
+    ] {
+        cmd.arg(flag).arg(file);
+    }
+    cmd.args(extra)
+        .env("HAUL_LOG", "info")
+        .env("HAUL_TEST_LOG", &log);
+    let (child, addr) = listening(cmd, "haul serve: listening on ");
+    LoggedServe {
+        proc: Killed(child),
+        addr,
+        log,
+    }
+}
+
+impl LoggedServe {
+    pub fn port(&self) -> &str {
+        self.addr.rsplit(':').next().unwrap()
+    }
+
+    pub fn url(&self, rel: &str) -> String {
+        format!("gsiftp://127.0.0.1:{}/{rel}", self.port())
+    }
+
+    /// The log so far, without its colours.
+    pub fn log_text(&self) -> String {
+        let raw = fs::read_to_string(&self.log).unwrap_or_default();
+        let mut out = String::with_capacity(raw.len());
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                chars.by_ref().find(|&c| c == 'm');
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Waits (up to 20 s) for `needle` in the log.
+    pub fn wait_log(&self, needle: &str) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !self.log_text().contains(needle) {
+            assert!(
+                std::time::Instant::now() < end,
+                "{needle:?} not in the log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Sends the server SIGHUP.
+    pub fn hup(&self) {
+        run(Command::new("kill").args(["-HUP", &self.proc.0.id().to_string()]));
+    }
+}
+
+/// An `openssl ca` set-up in the PKI (its database and serials), for certificates with chosen
+/// dates, revocations and CRLs; the path of its configuration.
+pub fn ca_db(pki: &Pki) -> PathBuf {
+    let conf = pki.path("ca.cnf");
+    if !conf.exists() {
+        fs::create_dir_all(pki.path("cadb")).unwrap();
+        fs::write(pki.path("cadb/index.txt"), "").unwrap();
+        fs::write(pki.path("cadb/serial"), "1000\n").unwrap();
+        fs::write(
+            &conf,
+            "[ca]\ndefault_ca = d\n[d]\ndatabase = cadb/index.txt\nnew_certs_dir = cadb\n\
+             serial = cadb/serial\ndefault_md = sha256\ndefault_days = 2\ndefault_crl_days = 2\n\
+             policy = any\nunique_subject = no\n\
+             [any]\norganizationName = optional\norganizationalUnitName = optional\n\
+             commonName = supplied\n",
+        )
+        .unwrap();
+    }
+    conf
+}
+
+/// The UTC time `secs` from now as `openssl ca` takes it (`YYYYMMDDHHMMSSZ`).
+pub fn utc_in(secs: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let out =
+        run(Command::new("date").args(["-u", "-d", &format!("@{}", now + secs), "+%Y%m%d%H%M%SZ"]));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A proxy file (RFC 3820, impersonation) of `<user>cert.pem` made by hand with `openssl ca`,
+/// valid from `start` to `end` (`YYYYMMDDHHMMSSZ`), in the layout `grid-proxy-init` writes:
+/// the proxy, its key, the user's certificate.
+pub fn proxy_by_hand(pki: &Pki, user: &str, start: &str, end: &str) -> PathBuf {
+    let conf = ca_db(pki);
+    let d = pki.dir.path();
+    let subj = run(Command::new("openssl").current_dir(d).args([
+        "x509",
+        "-in",
+        &format!("{user}cert.pem"),
+        "-noout",
+        "-subject",
+        "-nameopt",
+        "compat",
+    ]));
+    let subj = String::from_utf8_lossy(&subj.stdout);
+    let subj = subj
+        .trim()
+        .trim_start_matches("subject=")
+        .trim()
+        .to_string();
+    let name = format!("{user}-hand");
+    run(Command::new("openssl")
+        .current_dir(d)
+        .args(["req", "-newkey", "rsa:2048", "-nodes", "-subj"])
+        .arg(format!("{subj}/CN=4242"))
+        .arg("-keyout")
+        .arg(format!("{name}.key"))
+        .arg("-out")
+        .arg(format!("{name}.csr")));
+    fs::write(
+        d.join(format!("{name}.ext")),
+        "basicConstraints=critical,CA:false\nkeyUsage=critical,digitalSignature,keyEncipherment\n\
+         proxyCertInfo=critical,language:id-ppl-inheritAll\n",
+    )
+    .unwrap();
+    run(Command::new("openssl").current_dir(d).args([
+        "ca",
+        "-batch",
+        "-config",
+        &conf.display().to_string(),
+        "-cert",
+        &format!("{user}cert.pem"),
+        "-keyfile",
+        &format!("{user}key.pem"),
+        "-in",
+        &format!("{name}.csr"),
+        "-out",
+        &format!("{name}.pem"),
+        "-startdate",
+        start,
+        "-enddate",
+        end,
+        "-extfile",
+        &format!("{name}.ext"),
+        "-notext",
+        "-preserveDN",
+    ]));
+    let mut pem = fs::read(d.join(format!("{name}.pem"))).unwrap();
+    pem.extend(fs::read(d.join(format!("{name}.key"))).unwrap());
+    pem.extend(fs::read(d.join(format!("{user}cert.pem"))).unwrap());
+    let out = d.join(format!("{name}-proxy.pem"));
+    write_private(&out, &pem);
+    out
+}
+
+/// Writes `bytes` to `path`, readable by its owner only (as proxy files are).
+pub fn write_private(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, bytes).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Revokes `<user>cert.pem` and puts the trusted CA's CRL (`<hash>.r0`) in the trust dir.
+pub fn revoke(pki: &Pki, user: &str) {
+    let conf = ca_db(pki).display().to_string();
+    let d = pki.dir.path();
+    let ca = ["-cert", "trusted.pem", "-keyfile", "trusted.key"];
+    run(Command::new("openssl")
+        .current_dir(d)
+        .args(["ca", "-batch", "-config", &conf, "-revoke"])
+        .arg(format!("{user}cert.pem"))
+        .args(ca));
+    run(Command::new("openssl")
+        .current_dir(d)
+        .args([
+            "ca",
+            "-batch",
+            "-config",
+            &conf,
+            "-gencrl",
+            "-out",
+            "trusted.crl",
+        ])
+        .args(ca));
+    // The CRL sits beside the CA's `<hash>.0`, as `<hash>.r0`.
+    let anchor = fs::read_dir(pki.certs())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".0"))
+        .expect("the CA in the trust dir");
+    let crl = format!("{}.r0", anchor.trim_end_matches(".0"));
+    fs::copy(d.join("trusted.crl"), pki.certs().join(crl)).unwrap();
+}
+
+/// The PEM blocks of a file, each with its BEGIN and END lines.
+pub fn pem_blocks(path: &Path) -> Vec<String> {
+    let text = fs::read_to_string(path).unwrap();
+    text.split("-----BEGIN ")
+        .filter(|b| !b.trim().is_empty())
+        .map(|b| format!("-----BEGIN {b}"))
+        .collect()
+}
+
+/// A TCP relay on a free loopback port to `to`: passes the client's first line (`AUTH
+/// GSSAPI`) at once, then holds what else the client sends until `until`; the server's bytes
+/// pass at once. It lets a client check its credential before the server sees it.
+pub fn gated_relay(to: &str, until: std::time::Instant) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let to = to.to_string();
+    std::thread::spawn(move || {
+        let Ok((mut c, _)) = l.accept() else { return };
+        let Ok(mut s) = std::net::TcpStream::connect(&to) else {
+            return;
+        };
+        let (mut s2, mut c2) = (s.try_clone().unwrap(), c.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut s2, &mut c2);
+            let _ = c2.shutdown(std::net::Shutdown::Write);
+        });
+        let mut b = [0u8; 1];
+        while c.read_exact(&mut b).is_ok() {
+            let _ = s.write_all(&b);
+            if b[0] == b'\n' {
+                break;
+            }
+        }
+        while std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = std::io::copy(&mut c, &mut s);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    });
+    port
+}
+
+/// Rewrites the PKI's grid-mapfile to map each `(common name, account)`.
+pub fn map_users(pki: &Pki, users: &[(&str, &str)]) {
+    let lines: String = users
+        .iter()
+        .map(|(cn, account)| format!("\"/O=Grid/OU=haul test/CN={cn}\" {account}\n"))
+        .collect();
+    fs::write(pki.path("grid-mapfile"), lines).unwrap();
+}
