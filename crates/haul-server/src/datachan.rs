@@ -234,6 +234,26 @@ impl Dial {
     pub fn open(&self, setup: &Setup, n: usize, cut: &Cut) -> io::Result<Vec<Conn>> {
         let n = n.clamp(1, self.limit.max(1));
         match setup {
+            // Secured connections are set up side by side: each handshake costs round trips
+            // and signatures, which n in a row would add up.
+            Setup::Active(addrs) if n > 1 && (self.gsi.is_some() || self.tls.is_some()) => {
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..n)
+                        .map(|i| {
+                            let addr = addrs[i % addrs.len()];
+                            s.spawn(move || self.connect(addr, cut))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                Err(io::Error::other("data connection set-up panicked"))
+                            })
+                        })
+                        .collect()
+                })
+            }
             Setup::Active(addrs) => (0..n)
                 .map(|i| self.connect(addrs[i % addrs.len()], cut))
                 .collect(),
