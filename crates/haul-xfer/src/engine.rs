@@ -21,10 +21,13 @@ use crate::schedule::{ClusterInfo, Queues};
 
 mod ctx;
 mod options;
+mod report;
 mod run;
 
 pub(crate) use ctx::Ctx;
 pub use options::{Options, Route, Sample, Summary, Transport};
+pub(crate) use report::{Clock, Run};
+pub use report::{FileOutcome, FileReport, Observer};
 
 /// Files in flight by id: live counters and, for downloads, the ranges journal.
 type Inflight = HashMap<u64, (Arc<Progress>, Option<PathBuf>)>;
@@ -33,6 +36,8 @@ type Inflight = HashMap<u64, (Arc<Progress>, Option<PathBuf>)>;
 struct Shared {
     route: Route,
     opts: Options,
+    /// Told what became of each file as it ends.
+    observer: Option<Observer>,
     queue: Mutex<Queues>,
     concurrency: AtomicU32,
     /// Sessions running: above `concurrency` for a while after a decrease, since a session
@@ -60,6 +65,12 @@ struct Shared {
     /// Split files by destination: pieces not yet landed.
     pieces: Mutex<HashMap<String, usize>>,
     pieces_landed: AtomicU64,
+    /// Split files by destination: when their first piece started and the bytes their pieces
+    /// moved, for their reports.
+    piece_runs: Mutex<HashMap<String, (Instant, u64)>>,
+    /// Destinations already reported failed: a split file whose pieces fail on two sessions is
+    /// reported once.
+    failed: Mutex<std::collections::HashSet<String>>,
     /// Each session's current batch by slot, kept only while `trace` logging of this module is
     /// on (see [`trace_sessions`]).
     batches: Mutex<HashMap<usize, BatchTrace>>,
@@ -119,6 +130,17 @@ pub struct Transfer {
 impl Transfer {
     /// Starts moving `jobs` along `route`.
     pub fn start(route: Route, jobs: Vec<Job>, opts: Options) -> Transfer {
+        Transfer::observed(route, jobs, opts, None)
+    }
+
+    /// Starts moving `jobs` along `route`, telling `observer` what became of each file as it
+    /// ends (from the sessions' threads).
+    pub fn observed(
+        route: Route,
+        jobs: Vec<Job>,
+        opts: Options,
+        observer: Option<Observer>,
+    ) -> Transfer {
         let piece = piece_size(&route, &opts, &jobs);
         #[cfg(feature = "failpoints")]
         failpoints_from_env();
@@ -144,6 +166,7 @@ impl Transfer {
             }),
             parallelism_set: AtomicBool::new(false),
             opts,
+            observer,
             bytes: AtomicU64::new(0),
             files: AtomicU64::new(0),
             verified: AtomicU64::new(0),
@@ -158,6 +181,8 @@ impl Transfer {
             next_id: AtomicU64::new(0),
             pieces: Mutex::new(pieces),
             pieces_landed: AtomicU64::new(0),
+            piece_runs: Mutex::new(HashMap::new()),
+            failed: Mutex::new(Default::default()),
             batches: Mutex::new(HashMap::new()),
         });
         let (tx, rx) = mpsc::channel();
@@ -214,6 +239,12 @@ impl Transfer {
     /// Bytes moved so far.
     pub fn bytes(&self) -> u64 {
         total_bytes(&self.shared)
+    }
+
+    /// Files (or pieces of split files) that sessions hold now: moving, or queued in a
+    /// session's pipeline behind the one moving.
+    pub fn active(&self) -> usize {
+        self.shared.inflight.lock().map(|m| m.len()).unwrap_or(0)
     }
 
     /// Throughput samples, one per interval, as they happen.

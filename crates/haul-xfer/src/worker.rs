@@ -7,7 +7,7 @@ use haul_proto::RangeSet;
 use haul_transport::mode_e::Progress;
 
 use crate::checksum::Algorithm;
-use crate::engine::{choose_alg, Ctx};
+use crate::engine::{choose_alg, Clock, Ctx, Run};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::session::{DataParams, Session};
@@ -95,6 +95,23 @@ fn compare(
     };
     ctx.mismatch(job.clone(), tries, e)?;
     Ok(false)
+}
+
+/// Reports the item of `batch` that its error `e` stopped it at (the first that `clock` did not
+/// see end; `of` gives its job and run) as failed, and gives `e` back.
+fn failed_at<T>(
+    ctx: &Ctx<'_>,
+    batch: &[T],
+    clock: &Clock,
+    e: XferError,
+    of: impl Fn(&T, usize) -> (&Job, Run),
+) -> XferError {
+    let k = clock.failed_at();
+    if let Some(item) = batch.get(k) {
+        let (job, run) = of(item, k);
+        ctx.file_failed(job, run, &e);
+    }
+    e
 }
 
 fn with_have(p: &Arc<Progress>, have: &Option<RangeSet>) {

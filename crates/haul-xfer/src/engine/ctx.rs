@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use haul_transport::mode_e::Progress;
 
-use super::{fail, tracing_sessions, BatchTrace, Options, Route, Shared};
+use super::report::report;
+use super::{fail, tracing_sessions, BatchTrace, Options, Route, Run, Shared};
 use crate::checksum::Algorithm;
 use crate::error::XferError;
 use crate::plan::Job;
@@ -98,8 +99,10 @@ impl Ctx<'_> {
     pub(crate) fn pipeline(&self) -> usize {
         self.batch.get().0
     }
-    /// The file at `dst` arrived (and matched its source's checksum, if `verified`).
-    pub(crate) fn file_done(&self, dst: &str, verified: bool) {
+    /// `job` arrived after `run`, matching its source's `checksum` when verified: counted,
+    /// checked off the ledger and reported.
+    pub(crate) fn file_done(&self, job: &Job, run: Run, checksum: Option<(Algorithm, &str)>) {
+        let dst = &job.dst;
         if !self
             .s
             .ledger
@@ -115,9 +118,43 @@ impl Ctx<'_> {
             );
         }
         self.s.files.fetch_add(1, Ordering::Relaxed);
-        if verified {
+        if checksum.is_some() {
             self.s.verified.fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(o) = &self.s.observer {
+            (o.0)(&report(job, run, checksum, None));
+        }
+    }
+    /// Moving or verifying `job` failed with `e` (which the worker then returns): reported
+    /// once per file, and not when the owner stopped the transfer (nothing failed then).
+    pub(crate) fn file_failed(&self, job: &Job, run: Run, e: &XferError) {
+        let Some(o) = &self.s.observer else {
+            return;
+        };
+        if self.s.aborted.load(Ordering::Relaxed) || matches!(e, XferError::Stopped(_)) {
+            return;
+        }
+        let first = self
+            .s
+            .failed
+            .lock()
+            .map(|mut f| f.insert(job.dst.clone()))
+            .unwrap_or(true);
+        if first {
+            (o.0)(&report(job, run, None, Some(e)));
+        }
+    }
+    /// Reports `job` failed (see [`Ctx::file_failed`]) if `r` is an error, and passes `r` on.
+    pub(crate) fn or_failed<T>(
+        &self,
+        job: &Job,
+        run: Run,
+        r: Result<T, XferError>,
+    ) -> Result<T, XferError> {
+        if let Err(e) = &r {
+            self.file_failed(job, run, e);
+        }
+        r
     }
     pub(crate) fn set_alg(&self, a: Option<Algorithm>) {
         if let Ok(mut x) = self.s.alg.lock() {
@@ -154,22 +191,40 @@ impl Ctx<'_> {
         }
         Ok(())
     }
-    /// Marks one piece of the file at `dst` landed; true when it was the file's last.
-    pub(crate) fn piece_done(&self, dst: &str) -> bool {
+    /// Marks the piece `job` landed after `run`; when it was its file's last, the whole
+    /// file's run: from its first piece's start, with every piece's bytes.
+    pub(crate) fn piece_done(&self, job: &Job, run: Run) -> Option<Run> {
         self.s.pieces_landed.fetch_add(1, Ordering::Relaxed);
-        let Ok(mut m) = self.s.pieces.lock() else {
-            return false;
+        let dst = &job.dst;
+        let now = Instant::now();
+        let began = now
+            .checked_sub(std::time::Duration::from_secs_f64(run.elapsed_s))
+            .unwrap_or(now);
+        let (first, bytes) = {
+            let mut runs = self.s.piece_runs.lock().ok()?;
+            let e = runs.entry(dst.clone()).or_insert((began, 0));
+            e.0 = e.0.min(began);
+            e.1 += run.bytes;
+            *e
         };
+        let mut m = self.s.pieces.lock().ok()?;
         match m.get_mut(dst) {
             Some(left) if *left > 1 => {
                 *left -= 1;
-                false
+                None
             }
             Some(_) => {
                 m.remove(dst);
-                true
+                if let Ok(mut runs) = self.s.piece_runs.lock() {
+                    runs.remove(dst);
+                }
+                Some(Run {
+                    bytes,
+                    elapsed_s: first.elapsed().as_secs_f64(),
+                    resumed: false,
+                })
             }
-            None => false,
+            None => None,
         }
     }
     /// Registers a file in flight; its bytes count live in samples.

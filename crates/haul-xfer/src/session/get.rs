@@ -114,12 +114,16 @@ impl Session {
     /// (drop it; [`Session::quit`] does only that) and give the rest to another session. This is
     /// how a lowered concurrency takes effect after a session's current file rather than after
     /// its whole batch.
+    ///
+    /// `done` is called as each item ends (its data moved and, when asked, both checksums in
+    /// hand), so after an error the number of calls is the index of the item that failed.
     pub fn get_many(
         &mut self,
         items: &[GetItem<'_>],
         p: &DataParams,
         depth: usize,
         leave: &dyn Fn() -> bool,
+        done: &mut dyn FnMut(),
     ) -> Result<Vec<ItemResult>, XferError> {
         self.usable()?;
         self.ready_download(p)?;
@@ -131,6 +135,7 @@ impl Session {
         while !t.is_done() {
             self.send_get(&mut t)?;
             results.push(self.finish_get(&mut t, items)?);
+            done();
             if results.len() < items.len() && leave() {
                 self.abandoned = true;
                 break;

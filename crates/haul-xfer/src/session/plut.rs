@@ -104,16 +104,19 @@ impl Session {
         Ok(())
     }
 
-    /// Downloads `items` one at a time over PLUT.
+    /// Downloads `items` one at a time over PLUT; `done` is called as each ends, as with
+    /// [`Session::get_many`].
     pub fn get_plut(
         &mut self,
         items: &[GetItem<'_>],
         rate: Option<u64>,
+        done: &mut dyn FnMut(),
     ) -> Result<Vec<ItemResult>, XferError> {
         let (p, mut ahead) = self.select_plut(rate)?;
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             results.push(self.get_plut_item(item, &p, std::mem::take(&mut ahead), &|| {})?);
+            done();
         }
         self.replies_ahead(&ahead)?;
         Ok(results)
@@ -204,11 +207,13 @@ impl Session {
         Ok(res)
     }
 
-    /// Uploads `items` one at a time over PLUT.
+    /// Uploads `items` one at a time over PLUT; `done` is called as each ends, as with
+    /// [`Session::get_many`].
     pub fn put_plut(
         &mut self,
         items: &[PutItem<'_>],
         rate: Option<u64>,
+        done: &mut dyn FnMut(),
     ) -> Result<Vec<ItemResult>, XferError> {
         let (p, mut ahead) = self.select_plut(rate)?;
         let tuning = Tuning {
@@ -282,6 +287,7 @@ impl Session {
                 res.server_cksm = self.cksm_reply(alg, &item.path)?;
             }
             results.push(res);
+            done();
         }
         Ok(results)
     }

@@ -67,12 +67,14 @@ impl Session {
     }
 
     /// Uploads `items` in order with the commands of up to `depth` files in flight
-    /// (pipelining), as haul-proto's [`Transfers`] sequences them.
+    /// (pipelining), as haul-proto's [`Transfers`] sequences them; `done` is called as each
+    /// item ends, as with [`Session::get_many`].
     pub fn put_many(
         &mut self,
         items: &[PutItem<'_>],
         p: &DataParams,
         depth: usize,
+        done: &mut dyn FnMut(),
     ) -> Result<Vec<ItemResult>, XferError> {
         self.ready_upload(p)?;
         let mut t = Transfers::new(depth);
@@ -83,6 +85,7 @@ impl Session {
         while !t.is_done() {
             self.send_put(&mut t)?;
             results.push(self.finish_put(&mut t, items, p.block)?);
+            done();
         }
         Ok(results)
     }

@@ -8,9 +8,9 @@ use haul_proto::RangeSet;
 use haul_transport::io::{on_local_fs, Null, OneWriter, RateLimited, Sink};
 use haul_transport::mode_e::Progress;
 
-use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
+use super::{compare, failed_at, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
 use crate::checksum::{self, Algorithm};
-use crate::engine::{Ctx, Transport};
+use crate::engine::{Clock, Ctx, Run, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::resume;
@@ -152,78 +152,31 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
     loop {
         let mut inc = Vec::with_capacity(batch.len());
         for (job, tries) in batch {
-            inc.push(open_incoming(ctx, job, tries)?);
+            let opened = open_incoming(ctx, job.clone(), tries);
+            inc.push(ctx.or_failed(&job, Run::default(), opened)?);
         }
-        let items: Vec<GetItem<'_>> = inc
-            .iter()
-            .map(|i| {
-                let zero = is_dev_zero(&i.job.src);
-                GetItem {
-                    path: i.job.src.clone(),
-                    sink: i.sink.as_ref(),
-                    len: Some(i.job.size),
-                    have: i.have.clone(),
-                    eret: match i.job.piece {
-                        Some(p) => Some((p.offset, i.job.size)),
-                        None => zero.then_some((0, i.job.size)),
-                    },
-                    cksm: match (&i.part, alg) {
-                        (Some(part), Some(a)) if !zero && i.job.piece.is_none() => {
-                            Some((a, part.as_path()))
-                        }
-                        _ => None,
-                    },
-                    progress: &i.progress,
-                }
-            })
-            .collect();
+        let items: Vec<GetItem<'_>> = inc.iter().map(|i| get_item(i, alg)).collect();
         // Above a lowered concurrency, leave after the current file: the rest of a batch of
         // small files can take seconds on a new session's first batch, still in slow start, and
         // the tuner waits for the level to take effect before it measures it.
         let leave = || ctx.leaving(idx);
+        let mut clock = Clock::start();
         let got = match ctx.opts().transport {
             Transport::Tcp | Transport::Udt => {
-                sess.get_many(&items, &params(ctx), ctx.pipeline(), &leave)
+                sess.get_many(&items, &params(ctx), ctx.pipeline(), &leave, &mut || {
+                    clock.note()
+                })
             }
-            Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate),
+            Transport::Plut => sess.get_plut(&items, ctx.opts().plut_rate, &mut || clock.note()),
         };
         drop(items);
         for i in &inc {
             ctx.untrack(i.id, i.job.size);
         }
-        let results = got?;
+        let results = got
+            .map_err(|e| failed_at(ctx, &inc, &clock, e, |i, k| (&i.job, run_of(i, &clock, k))))?;
         let untaken = inc.split_off(results.len().min(inc.len()));
-        for (i, r) in inc.into_iter().zip(results) {
-            let Some(part) = i.part else {
-                ctx.file_done(&i.job.dst, false);
-                continue;
-            };
-            drop(i.sink);
-            if i.job.piece.is_some() {
-                if ctx.piece_done(&i.job.dst) {
-                    whole_piece_done(ctx, &mut sess, alg, &i.job.whole(), i.tries, &part)?;
-                }
-                continue;
-            }
-            let verified = match (alg, &r.server_cksm, &r.local_cksm) {
-                (Some(a), Some(remote), Some(local)) => {
-                    let repaired = remote != local
-                        && r.local_chunks.as_ref().is_some_and(|chunks| {
-                            super::repair::repaired_download(
-                                ctx, &mut sess, &i.job, &part, chunks, remote,
-                            )
-                        });
-                    if !repaired && !compare(ctx, &i.job, i.tries, a, remote, local)? {
-                        continue;
-                    }
-                    true
-                }
-                _ => false,
-            };
-            std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e))?;
-            resume::clear(&resume::ranges_path(&part));
-            ctx.file_done(&i.job.dst, verified);
-        }
+        landed(ctx, &mut sess, alg, inc, results, &clock)?;
         if !untaken.is_empty() {
             tracing::debug!(
                 "session {idx} leaves its batch with {} files unmoved",
@@ -241,6 +194,88 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
     Ok(())
 }
 
+/// What the session is to do for `i`, verifying with `alg`.
+fn get_item(i: &Incoming, alg: Option<Algorithm>) -> GetItem<'_> {
+    let zero = is_dev_zero(&i.job.src);
+    GetItem {
+        path: i.job.src.clone(),
+        sink: i.sink.as_ref(),
+        len: Some(i.job.size),
+        have: i.have.clone(),
+        eret: match i.job.piece {
+            Some(p) => Some((p.offset, i.job.size)),
+            None => zero.then_some((0, i.job.size)),
+        },
+        cksm: match (&i.part, alg) {
+            (Some(part), Some(a)) if !zero && i.job.piece.is_none() => Some((a, part.as_path())),
+            _ => None,
+        },
+        progress: &i.progress,
+    }
+}
+
+/// The run of item `k` of a batch, `i`, as `clock` timed it.
+fn run_of(i: &Incoming, clock: &Clock, k: usize) -> Run {
+    Run {
+        bytes: i.progress.bytes(),
+        elapsed_s: clock.elapsed(k),
+        resumed: i.have.is_some(),
+    }
+}
+
+/// The files of a batch whose data arrived (`inc`, with their `results`): each is verified
+/// and moved into place (a piece, once its file's last piece landed), or put back after a
+/// first checksum mismatch.
+fn landed(
+    ctx: &Ctx<'_>,
+    sess: &mut Session,
+    alg: Option<Algorithm>,
+    inc: Vec<Incoming>,
+    results: Vec<crate::session::ItemResult>,
+    clock: &Clock,
+) -> Result<(), XferError> {
+    for (k, (i, r)) in inc.into_iter().zip(results).enumerate() {
+        let run = run_of(&i, clock, k);
+        let Some(part) = i.part else {
+            ctx.file_done(&i.job, run, None);
+            continue;
+        };
+        drop(i.sink);
+        if i.job.piece.is_some() {
+            if let Some(whole) = ctx.piece_done(&i.job, run) {
+                let job = i.job.whole();
+                let verified = whole_piece_done(ctx, sess, alg, &job, i.tries, &part, whole);
+                ctx.or_failed(&job, whole, verified)?;
+            }
+            continue;
+        }
+        let checksum = match (alg, &r.server_cksm, &r.local_cksm) {
+            (Some(a), Some(remote), Some(local)) => {
+                let repaired = remote != local
+                    && r.local_chunks.as_ref().is_some_and(|chunks| {
+                        super::repair::repaired_download(ctx, sess, &i.job, &part, chunks, remote)
+                    });
+                let same = repaired
+                    || ctx.or_failed(
+                        &i.job,
+                        run,
+                        compare(ctx, &i.job, i.tries, a, remote, local),
+                    )?;
+                if !same {
+                    continue;
+                }
+                Some((a, remote.as_str()))
+            }
+            _ => None,
+        };
+        let renamed = std::fs::rename(&part, &i.job.dst).map_err(|e| XferError::io(&i.job.dst, e));
+        ctx.or_failed(&i.job, run, renamed)?;
+        resume::clear(&resume::ranges_path(&part));
+        ctx.file_done(&i.job, run, checksum);
+    }
+    Ok(())
+}
+
 /// The last piece of a split file landed: verify the whole file (the server hashes its copy
 /// while we hash ours) and move it into place, or put it back whole after a mismatch.
 fn whole_piece_done(
@@ -250,23 +285,23 @@ fn whole_piece_done(
     job: &Job,
     tries: u32,
     part: &std::path::Path,
+    run: Run,
 ) -> Result<(), XferError> {
-    let verified = match alg {
-        Some(a) => {
-            let (remote, local) = std::thread::scope(|s| {
-                let h = s.spawn(|| checksum::checksum_path(part, a));
-                (sess.cksm(a, &job.src), h.join())
-            });
-            let local = local
-                .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
-            if !compare(ctx, job, tries, a, &remote?, &local)? {
-                return Ok(());
-            }
-            true
+    let mut digest = None;
+    if let Some(a) = alg {
+        let (remote, local) = std::thread::scope(|s| {
+            let h = s.spawn(|| checksum::checksum_path(part, a));
+            (sess.cksm(a, &job.src), h.join())
+        });
+        let local = local
+            .unwrap_or_else(|_| Err(XferError::Internal("checksum thread panicked".into())))?;
+        let remote = remote?;
+        if !compare(ctx, job, tries, a, &remote, &local)? {
+            return Ok(());
         }
-        None => false,
-    };
+        digest = Some((a, remote));
+    }
     std::fs::rename(part, &job.dst).map_err(|e| XferError::io(&job.dst, e))?;
-    ctx.file_done(&job.dst, verified);
+    ctx.file_done(job, run, digest.as_ref().map(|(a, d)| (*a, d.as_str())));
     Ok(())
 }

@@ -77,7 +77,12 @@ pub(super) fn repaired_upload(
             cksm: Some(Algorithm::Xxhc),
             progress: &progress,
         };
-        let r = sess.put_many(std::slice::from_ref(&item), &params(ctx), ctx.pipeline())?;
+        let r = sess.put_many(
+            std::slice::from_ref(&item),
+            &params(ctx),
+            ctx.pipeline(),
+            &mut || {},
+        )?;
         let bytes = bad.iter().map(|(s, e)| e - s).sum();
         Ok((r.first().and_then(|r| r.server_cksm.as_deref()) == Some(mine)).then_some(bytes))
     };
@@ -164,7 +169,7 @@ fn repair(
             progress,
         })
         .collect();
-    sess.get_many(&items, &params(ctx), ctx.pipeline(), &|| false)?;
+    sess.get_many(&items, &params(ctx), ctx.pipeline(), &|| false, &mut || {})?;
     let mut mine = local.clone();
     let mut bytes = 0;
     for &(s, e) in &bad {

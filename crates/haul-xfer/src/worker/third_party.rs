@@ -6,7 +6,7 @@ use haul_transport::mode_e::Progress;
 
 use super::{compare, is_dev_null, is_dev_zero, open};
 use crate::checksum::Algorithm;
-use crate::engine::{Ctx, Transport};
+use crate::engine::{Ctx, Run, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::session::Session;
@@ -41,22 +41,31 @@ pub(crate) fn third_party(
         }
         send_batch(&mut src, &mut dst, &batch)?;
         for (job, tries) in batch {
+            let began = std::time::Instant::now();
             let (id, progress) = ctx.track(None);
             let r = third_party_one(&mut src, &mut dst, &job, &progress);
             ctx.untrack(id, job.size);
-            r?;
-            let verified = match alg {
-                Some(x) => {
-                    let s = src.cksm(x, &job.src)?;
-                    let d = dst.cksm(x, &job.dst)?;
-                    if !compare(ctx, &job, tries, x, &s, &d)? {
-                        continue;
-                    }
-                    true
-                }
-                None => false,
+            let run = || Run {
+                bytes: progress.bytes(),
+                elapsed_s: began.elapsed().as_secs_f64(),
+                resumed: false,
             };
-            ctx.file_done(&job.dst, verified);
+            ctx.or_failed(&job, run(), r)?;
+            let checksum = match alg {
+                Some(x) => {
+                    let v = verify(ctx, &mut src, &mut dst, &job, tries, x);
+                    match ctx.or_failed(&job, run(), v)? {
+                        Some(digest) => Some((x, digest)),
+                        None => continue,
+                    }
+                }
+                None => None,
+            };
+            ctx.file_done(
+                &job,
+                run(),
+                checksum.as_ref().map(|(a, d)| (*a, d.as_str())),
+            );
         }
         match ctx.next_batch(idx) {
             Some(b) => batch = b,
@@ -66,6 +75,21 @@ pub(crate) fn third_party(
     src.quit();
     dst.quit();
     Ok(())
+}
+
+/// Asks both servers for `job`'s digest with `alg`: the digest when they match, None when the
+/// file went back to the queue after a first mismatch.
+fn verify(
+    ctx: &Ctx<'_>,
+    src: &mut Session,
+    dst: &mut Session,
+    job: &Job,
+    tries: u32,
+    alg: Algorithm,
+) -> Result<Option<String>, XferError> {
+    let s = src.cksm(alg, &job.src)?;
+    let d = dst.cksm(alg, &job.dst)?;
+    Ok(compare(ctx, job, tries, alg, &s, &d)?.then_some(s))
 }
 
 /// The checksum algorithm of a server-to-server session: none when verification is off or the

@@ -9,10 +9,10 @@ use haul_proto::RangeSet;
 use haul_transport::io::{RateLimited, Source, Zero};
 use haul_transport::mode_e::Progress;
 
-use super::{compare, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
+use super::{compare, failed_at, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
 use crate::checksum::chunked::ChunkList;
 use crate::checksum::{self, Algorithm, HashingSource};
-use crate::engine::{Ctx, Transport};
+use crate::engine::{Clock, Ctx, Run, Transport};
 use crate::error::XferError;
 use crate::plan::Job;
 use crate::resume;
@@ -94,7 +94,10 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
     loop {
         let out = batch
             .into_iter()
-            .map(|(job, tries)| open_outgoing(ctx, url, job, tries))
+            .map(|(job, tries)| {
+                let opened = open_outgoing(ctx, url, job.clone(), tries);
+                ctx.or_failed(&job, Run::default(), opened)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         // XXHC: each whole file is hashed as its blocks are read to be sent, in any order, so
         // it is read once. Other digests: hashed on another core while the files are sent.
@@ -139,13 +142,15 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
             .filter(|(k, o)| alg.is_some() && verifiable(&o.job) && inline[*k].is_none())
             .map(|(k, o)| (k, PathBuf::from(&o.job.src)))
             .collect();
+        let mut clock = Clock::start();
         let (put, local) = std::thread::scope(|s| {
             let h = s.spawn(|| hash_files(&to_hash, alg));
+            let done = &mut || clock.note();
             let put = match ctx.opts().transport {
                 Transport::Tcp | Transport::Udt => {
-                    sess.put_many(&items, &params(ctx), ctx.pipeline())
+                    sess.put_many(&items, &params(ctx), ctx.pipeline(), done)
                 }
-                Transport::Plut => sess.put_plut(&items, ctx.opts().plut_rate),
+                Transport::Plut => sess.put_plut(&items, ctx.opts().plut_rate, done),
             };
             (put, h.join())
         });
@@ -157,12 +162,14 @@ pub(crate) fn upload(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(), X
         for o in &out {
             ctx.untrack(o.id, o.job.size);
         }
-        let put = put?;
+        let put = put
+            .map_err(|e| failed_at(ctx, &out, &clock, e, |o, k| (&o.job, run_of(o, &clock, k))))?;
         let chunks = inline_digests(inline, &out, &mut local)?;
         let sent = Sent {
             results: put,
             local,
             chunks,
+            clock,
         };
         uploads_done(ctx, &mut sess, alg, out, sent)?;
         match ctx.next_batch(idx) {
@@ -205,6 +212,16 @@ struct Sent {
     results: Vec<ItemResult>,
     local: HashMap<usize, String>,
     chunks: HashMap<usize, ChunkList>,
+    clock: Clock,
+}
+
+/// The run of item `k` of a batch, `o`, as `clock` timed it.
+fn run_of(o: &Outgoing, clock: &Clock, k: usize) -> Run {
+    Run {
+        bytes: o.progress.bytes(),
+        elapsed_s: clock.elapsed(k),
+        resumed: o.have.is_some(),
+    }
 }
 
 /// Compares each sent file's server checksum with ours, clears its journal and reports it
@@ -218,23 +235,30 @@ fn uploads_done(
     sent: Sent,
 ) -> Result<(), XferError> {
     for (k, (o, r)) in out.into_iter().zip(sent.results).enumerate() {
-        let verified = match (alg, &r.server_cksm, sent.local.get(&k)) {
+        let run = run_of(&o, &sent.clock, k);
+        let checksum = match (alg, &r.server_cksm, sent.local.get(&k)) {
             (Some(a), Some(remote), Some(mine)) => {
                 let repaired = mine != remote
                     && sent.chunks.get(&k).is_some_and(|list| {
                         let src = o.src.as_ref();
                         super::repair::repaired_upload(ctx, sess, &o.job, src, list, mine)
                     });
-                if !repaired && !compare(ctx, &o.job, o.tries, a, mine, remote)? {
+                let same = repaired
+                    || ctx.or_failed(
+                        &o.job,
+                        run,
+                        compare(ctx, &o.job, o.tries, a, mine, remote),
+                    )?;
+                if !same {
                     resume::clear(&o.journal);
                     continue;
                 }
-                true
+                Some((a, mine.as_str()))
             }
-            _ => false,
+            _ => None,
         };
         resume::clear(&o.journal);
-        ctx.file_done(&o.job.dst, verified);
+        ctx.file_done(&o.job, run, checksum);
     }
     Ok(())
 }

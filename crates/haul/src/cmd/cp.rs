@@ -3,6 +3,7 @@
 
 mod args;
 mod plan;
+mod progress;
 mod report;
 mod watch;
 
@@ -34,9 +35,21 @@ pub struct Copied {
     pub stopped: Option<watch::Stopped>,
 }
 
-/// Copies, verifies and records in the history, printing nothing but the progress bar:
-/// `haul cp` without its summary, for `haul send`.
+/// Copies, verifies and records in the history, printing nothing but the progress (the bar,
+/// or with `--progress json` the events, the `end` one whatever the outcome): `haul cp`
+/// without its summary, for `haul send`.
 pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
+    let events = progress::Events::for_args(&args);
+    args.events = events.clone();
+    let r = copy_with(args);
+    if let Some(e) = events {
+        e.end(&r);
+    }
+    r
+}
+
+/// [`copy`], with the events already in `args`.
+fn copy_with(mut args: Args) -> anyhow::Result<Copied> {
     let (src, dst, chosen) = crate::cmd::route::for_cp(
         &args.src,
         &args.dst,

@@ -91,8 +91,13 @@ pub fn init_tracing() {
 
 /// Maps an error to the documented exit code.
 pub fn exit_code_for(e: &anyhow::Error) -> ExitCode {
+    ExitCode::from(exit_status(e))
+}
+
+/// The documented exit code of an error, as a number (for `haul cp --progress json`).
+pub fn exit_status(e: &anyhow::Error) -> u8 {
     use haul_xfer::{ErrorKind, XferError};
-    let code = match e.downcast_ref::<XferError>().map(XferError::kind) {
+    match e.downcast_ref::<XferError>().map(XferError::kind) {
         Some(ErrorKind::ConnectionRefused) => exit::CONNECTION,
         Some(ErrorKind::AuthenticationFailed) => exit::AUTH,
         Some(ErrorKind::NoSuchPath) => exit::NO_SUCH_PATH,
@@ -104,8 +109,7 @@ pub fn exit_code_for(e: &anyhow::Error) -> ExitCode {
             exit::USAGE
         }
         _ => exit::FAILURE,
-    };
-    ExitCode::from(code)
+    }
 }
 
 /// The servers a transfer of `endpoint` passes (`scheme://host:port`, relays first; see

@@ -139,6 +139,10 @@ pub struct Args {
     /// Print a JSON summary on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Progress: auto (a bar on a terminal), none, or json (one JSON object a line for each
+    /// event: start, interval, file, end; on stdout, or on stderr with --json).
+    #[arg(long, value_enum, default_value_t = super::progress::Mode::Auto)]
+    pub progress: super::progress::Mode,
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -178,6 +182,9 @@ pub struct Args {
     /// The route and files already planned (`haul send` lists the source once).
     #[arg(skip)]
     pub planned: Option<Box<(haul_xfer::Route, Vec<haul_xfer::plan::Job>)>>,
+    /// Where `--progress json` writes its events (set by [`super::copy`]).
+    #[arg(skip)]
+    pub events: Option<std::sync::Arc<super::progress::Events>>,
 }
 
 /// Called with every throughput sample of a copy; `Some(why)` stops it

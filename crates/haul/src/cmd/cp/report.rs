@@ -8,7 +8,8 @@ use haul_xfer::{Endpoint, Options, Summary};
 use super::args::{transport_name, Args};
 use crate::cmd::{human_bytes, human_rate};
 
-/// Prints the summary of a finished transfer: JSON with `--json`, one line unless `--quiet`.
+/// Prints the summary of a finished transfer: JSON with `--json`, one line unless `--quiet`
+/// or `--progress json`.
 pub(super) fn print(
     args: &Args,
     opts: &Options,
@@ -20,7 +21,8 @@ pub(super) fn print(
             "{}",
             serde_json::to_string_pretty(&json_summary(args, opts, summary, tuning))?
         );
-    } else if !args.quiet {
+    } else if !args.quiet && args.progress != super::progress::Mode::Json {
+        // With --progress json, stdout holds the events alone: the end event is the summary.
         println!("{}", human_summary(args, summary));
     }
     Ok(())

@@ -12,6 +12,7 @@ use haul_xfer::{Endpoint, Options, Route, Summary, Transfer, XferError};
 
 use super::args::Args;
 use super::plan::piece_bytes;
+use super::progress::{Events, Mode};
 
 /// Why a copy was stopped by its watchdog, and the files it still owed.
 #[derive(Debug, Clone)]
@@ -38,19 +39,34 @@ pub(super) fn transfer(
     let files = jobs.len();
     let piece = piece_bytes(args.piece_size, opts.clustering.as_ref(), &jobs);
     let started = std::time::Instant::now();
-    let t = Transfer::start(
+    let events = args.events.clone();
+    // The planned files, to report those the transfer stops before as skipped.
+    let planned = if events.is_some() {
+        jobs.clone()
+    } else {
+        Vec::new()
+    };
+    if let Some(e) = &events {
+        e.start(args, opts, files, total);
+    }
+    let t = Transfer::observed(
         route,
         jobs,
         Options {
             piece,
             ..opts.clone()
         },
+        events.as_ref().map(|e| e.observer()),
     );
-    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal())
-        .then(|| progress_bar(total, files));
+    let bar = (args.progress == Mode::Auto
+        && !args.quiet
+        && !args.json
+        && std::io::stderr().is_terminal())
+    .then(|| progress_bar(total, files));
     let view = Watched {
         t: &t,
         bar: bar.as_ref(),
+        events: events.as_deref(),
         total,
         dog: std::cell::RefCell::new(args.watchdog.take()),
         why: std::cell::RefCell::new(None),
@@ -83,12 +99,22 @@ pub(super) fn transfer(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let Some(why) = why else {
-        return t.wait();
-    };
+    // Every session has left: the files owed now are those that will not arrive.
     let missing = t.missing();
+    let skipped = |why: &str| {
+        if let Some(e) = &events {
+            e.skipped(&planned, &missing, why);
+        }
+    };
+    let Some(why) = why else {
+        let r = t.wait();
+        skipped("the transfer stopped before this file was moved and verified");
+        return r;
+    };
     let bytes = t.bytes();
-    match t.wait() {
+    let r = t.wait();
+    skipped(&format!("the copy was stopped: {why}"));
+    match r {
         Err(XferError::Stopped(_)) | Ok(_) => {}
         Err(e) => return Err(e),
     }
@@ -97,19 +123,24 @@ pub(super) fn transfer(
         missing: missing.clone(),
     });
     let arrived = (files - missing.len().min(files)) as u64;
-    Ok(Summary {
+    Ok(stopped_summary(arrived, bytes, started, opts.verify))
+}
+
+/// The summary of a copy its watchdog stopped after `arrived` files and `bytes`.
+fn stopped_summary(arrived: u64, bytes: u64, started: std::time::Instant, verify: bool) -> Summary {
+    Summary {
         files: arrived,
         bytes,
         duration_s: started.elapsed().as_secs_f64(),
         // A file arrives only once verified, when verification is on.
-        verified: if opts.verify { arrived } else { 0 },
+        verified: if verify { arrived } else { 0 },
         retransferred: 0,
         chunks_resent_bytes: 0,
         checksum: None,
         samples: Vec::new(),
         clusters: Vec::new(),
         pieces: 0,
-    })
+    }
 }
 
 /// A progress bar over `total` bytes in `files` files.
@@ -127,14 +158,20 @@ fn progress_bar(total: u64, files: usize) -> indicatif::ProgressBar {
 struct Watched<'a> {
     t: &'a Transfer,
     bar: Option<&'a indicatif::ProgressBar>,
+    /// `--progress json`: each sample becomes an `interval` event.
+    events: Option<&'a Events>,
     total: u64,
     dog: std::cell::RefCell<Option<super::args::Watchdog>>,
     why: std::cell::RefCell<Option<String>>,
 }
 
 impl Watched<'_> {
-    /// Shows a sample to the watchdog; stops the transfer when it says so.
+    /// Shows a sample to the events and the watchdog; stops the transfer when the watchdog
+    /// says so.
     fn watch(&self, s: &haul_xfer::engine::Sample) {
+        if let Some(e) = self.events {
+            e.interval(s, self.t.active(), self.t.channels());
+        }
         if self.why.borrow().is_some() {
             return;
         }
