@@ -101,11 +101,9 @@ impl Session<'_> {
     }
 
     /// `SITE SETNETSTACK <drivers>` (as Globus names it): what carries the next data
-    /// connections, `tcp` or `udt`. A Globus driver list (`gsi,tcp`) names its transport last.
+    /// connections, `tcp` or `udt`, see [`net_stack`].
     pub(crate) fn cmd_setnetstack(&mut self, arg: &str) -> io::Result<()> {
-        let last = arg.rsplit(',').next().unwrap_or("");
-        let driver = last.split(':').next().unwrap_or("");
-        let stack = match driver.parse::<NetStack>() {
+        let stack = match net_stack(arg) {
             Ok(s) => s,
             Err(e) => return self.ctl.reply(501, format!("SETNETSTACK: {e}.")),
         };
@@ -481,5 +479,44 @@ impl Session<'_> {
             Ok(b) => self.send_bytes(b),
             Err(e) => self.answer(550, fs_error(&virt, &e)),
         }
+    }
+}
+
+/// The transport named by a Globus XIO driver list: `tcp`, `udt`, `tcp,gsi` (what
+/// globus-url-copy sends under DCAU: XIO lists a stack bottom up, the transport first) or
+/// `gsi,tcp`, each driver with optional `:options`. `gsi` is the data-channel
+/// authentication, which `DCAU` governs here; any other driver is refused.
+fn net_stack(arg: &str) -> Result<NetStack, String> {
+    let mut transport = None;
+    for driver in arg
+        .split(',')
+        .map(|d| d.split(':').next().unwrap_or("").trim())
+    {
+        if driver.eq_ignore_ascii_case("gsi") {
+            continue;
+        }
+        let stack = driver.parse::<NetStack>()?;
+        if transport.replace(stack).is_some() {
+            return Err(format!("two transports in {arg:?}"));
+        }
+    }
+    transport.ok_or_else(|| format!("no transport in {arg:?} (haul has tcp and udt)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_stack_takes_the_transport_with_gsi_on_either_side() {
+        assert_eq!(net_stack("tcp"), Ok(NetStack::Tcp));
+        assert_eq!(net_stack("tcp,gsi"), Ok(NetStack::Tcp));
+        assert_eq!(net_stack("gsi,tcp"), Ok(NetStack::Tcp));
+        assert_eq!(net_stack("udt:opt=1,GSI"), Ok(NetStack::Udt));
+        assert!(net_stack("gsi").unwrap_err().contains("tcp and udt"));
+        assert!(net_stack("tcp,udt").unwrap_err().contains("two transports"));
+        assert!(net_stack("tcp,carrier-pigeon")
+            .unwrap_err()
+            .contains("tcp and udt"));
     }
 }

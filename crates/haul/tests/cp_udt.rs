@@ -152,7 +152,7 @@ fn setnetstack_names_tcp_or_udt_and_nothing_else() {
     let mut c = RawControl::connect(&s.addr);
     assert!(c.cmd("USER anonymous").starts_with("331"));
     assert!(c.cmd("PASS x").starts_with("230"));
-    // Globus names a stack by its XIO drivers, the transport last.
+    // Globus names a stack by its XIO drivers, bottom up (`tcp,gsi`); `gsi` is DCAU's.
     assert!(c.cmd("SITE SETNETSTACK udt").starts_with("200"));
     assert!(c.cmd("SITE SETNETSTACK gsi,tcp").starts_with("200"));
     let r = c.cmd("SITE SETNETSTACK carrier-pigeon");
