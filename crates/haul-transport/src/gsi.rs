@@ -18,8 +18,8 @@ use std::sync::Arc;
 use haul_gsi::{Context, Credential, PeerPolicy};
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    SslContext, SslContextBuilder, SslMethod, SslSessionCacheMode, SslStream, SslVerifyMode,
-    SslVersion,
+    SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode, SslStream,
+    SslVerifyMode, SslVersion,
 };
 use openssl::x509::X509;
 use rustls::pki_types::PrivateKeyDer;
@@ -65,8 +65,15 @@ impl std::fmt::Debug for DataGsi {
 
 /// Reads exactly one TLS record.
 fn read_record(tcp: &mut TcpStream) -> io::Result<Vec<u8>> {
-    let mut head = [0u8; 5];
-    tcp.read_exact(&mut head)?;
+    let mut first = [0u8; 1];
+    tcp.read_exact(&mut first)?;
+    read_record_after(tcp, first[0])
+}
+
+/// Reads the rest of a TLS record whose first byte was `first`.
+fn read_record_after(tcp: &mut TcpStream, first: u8) -> io::Result<Vec<u8>> {
+    let mut head = [first, 0, 0, 0, 0];
+    tcp.read_exact(&mut head[1..])?;
     if !(20..=24).contains(&head[0]) || head[1] != 3 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -136,6 +143,9 @@ pub fn acceptor_context(cred: &Credential) -> io::Result<SslContext> {
         |_, _| true,
     );
     b.set_session_cache_mode(SslSessionCacheMode::OFF);
+    // A peer that closes without close_notify ends the stream (as Globus reads it); the
+    // MODE E framing or the transfer's byte count tells a complete stream from a cut one.
+    b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF);
     Ok(b.build())
 }
 
@@ -151,7 +161,14 @@ struct Records {
 impl Read for Records {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.pending.is_empty() {
-            self.pending = read_record(&mut self.tcp)?;
+            // A close between records is the end of the stream: Globus clients end a
+            // stream-mode upload under PROT S/P by closing, without a close_notify. A close
+            // inside a record stays an error.
+            let mut first = [0u8; 1];
+            if self.tcp.read(&mut first)? == 0 {
+                return Ok(0);
+            }
+            self.pending = read_record_after(&mut self.tcp, first[0])?;
         }
         let n = buf.len().min(self.pending.len());
         buf[..n].copy_from_slice(&self.pending[..n]);
@@ -179,6 +196,10 @@ impl Read for Accepted {
         match self.0.ssl_read(buf) {
             Ok(n) => Ok(n),
             Err(e) if e.code() == openssl::ssl::ErrorCode::ZERO_RETURN => Ok(0),
+            // The peer closed between records without a close_notify (see `Records`).
+            Err(e) if e.code() == openssl::ssl::ErrorCode::SYSCALL && e.io_error().is_none() => {
+                Ok(0)
+            }
             Err(e) => Err(e
                 .into_io_error()
                 .unwrap_or_else(|e| io::Error::other(e.to_string()))),

@@ -1,6 +1,7 @@
 //! Interop under GSI (`gsiftp://`): a test CA made with `openssl`, a real proxy from
 //! `grid-proxy-init`, and the real `globus-url-copy` with its defaults (GSI, delegation,
-//! `DCAU A`) against `haul serve`: download, upload with `-p 8`, `-dcpriv`,
+//! `DCAU A`) against `haul serve`: download, upload with `-p 8`, `-dcpriv`, stream-mode
+//! uploads under `-dcpriv` and `-dcsafe`,
 //! `-verify-checksum`, a tree with `-cc 4 -pp -r`; third-party copies both ways with
 //! `globus-gridftp-server` under GSI; gfal2 (stat, listing, ADLER32, MD5, read, write); and
 //! the refusals: a proxy from a CA the server does not
@@ -52,6 +53,14 @@ fn globus_url_copy_with_its_defaults_against_haul_serve() {
     );
     assert_success(&out, "download -dcpriv -p 4");
     same(&priv_dl, &root.path().join("f.bin"));
+
+    // Stream-mode uploads under PROT P and PROT S: the client ends them by closing the
+    // connection without a TLS close_notify.
+    for (flag, name) in [("-dcpriv", "up-p.bin"), ("-dcsafe", "up-s.bin")] {
+        let out = guc(&pki, &proxy, &[flag, &file_url(&dl), &url(name)]);
+        assert_success(&out, &format!("stream-mode upload {flag}"));
+        same(&root.path().join(name), &dl);
+    }
 
     let ck = local.path().join("ck.bin");
     let out = guc(
