@@ -3,14 +3,13 @@
 //! it answers `150`, so a client that waits for the `150` to accept them never answers the
 //! handshake and both ends wait. Under GSI a download session therefore runs this acceptor
 //! for as long as its listener lives: it takes the server's connections (from the control
-//! connection's peer only), runs the GSI handshake and checks the session's data token, and
-//! hands the ready connections to the receive over a channel.
+//! connection's peer only), runs the GSI handshake (one thread per connection) and checks the
+//! session's data token, and hands the ready connections to the receive over a channel.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use haul_transport::net::DataListener;
@@ -38,7 +37,6 @@ pub(super) struct EarlyAccept {
     /// Behind a lock: the receive's streams share the acceptor.
     rx: Mutex<Receiver<std::io::Result<Conn>>>,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for EarlyAccept {
@@ -53,13 +51,12 @@ impl EarlyAccept {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("gsi-accept".into())
             .spawn(move || run(spec, &flag, &tx))?;
         Ok(EarlyAccept {
             rx: Mutex::new(rx),
             stop,
-            handle: Some(handle),
         })
     }
 
@@ -80,25 +77,40 @@ impl EarlyAccept {
 }
 
 impl Drop for EarlyAccept {
+    /// Stops the acceptor without waiting for it: it sees the flag within [`POLL`] and ends,
+    /// closing its handle on the listener, and the session's end is not held up meanwhile.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
     }
 }
 
 fn run(spec: EarlySpec, stop: &AtomicBool, tx: &mpsc::Sender<std::io::Result<Conn>>) {
+    let spec = Arc::new(spec);
     while !stop.load(Ordering::Acquire) {
-        let ready = match spec.listener.accept_timeout(POLL) {
+        match spec.listener.accept_timeout(POLL) {
             Ok((c, from)) if from.ip() == spec.peer => {
-                let tls = Some((&spec.tls, spec.host.as_str()));
-                prepare(c, tls, true, spec.timeout).and_then(|mut conn| {
-                    if let Some(t) = spec.token {
-                        t.check(&mut conn, spec.timeout)?;
-                    }
-                    Ok(conn)
-                })
+                // Each connection's handshake on its own thread: the server opens them side
+                // by side, and each costs round trips and a signature.
+                let (sp, out) = (spec.clone(), tx.clone());
+                let ready = move || {
+                    let tls = Some((&sp.tls, sp.host.as_str()));
+                    let r = prepare(c, tls, true, sp.timeout).and_then(|mut conn| {
+                        if let Some(t) = sp.token {
+                            t.check(&mut conn, sp.timeout)?;
+                        }
+                        Ok(conn)
+                    });
+                    // A connection that failed its handshake fails the receive, which says
+                    // why (the server's data-channel identity, say), rather than stalling it.
+                    let _ = out.send(r);
+                };
+                if let Err(e) = std::thread::Builder::new()
+                    .name("gsi-handshake".into())
+                    .spawn(ready)
+                {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
             }
             Ok((c, from)) => {
                 tracing::warn!(
@@ -106,19 +118,13 @@ fn run(spec: EarlySpec, stop: &AtomicBool, tx: &mpsc::Sender<std::io::Result<Con
                     spec.peer
                 );
                 drop(c);
-                continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => {
                 // The listener itself broke.
                 let _ = tx.send(Err(e));
                 return;
             }
-        };
-        // A connection that failed its handshake fails the receive, which says why (the
-        // server's data-channel identity, say), rather than stalling it.
-        if tx.send(ready).is_err() {
-            return;
         }
     }
 }
