@@ -3,7 +3,8 @@
 //! `DCAU A`) against `haul serve`: download, upload with `-p 8`, `-dcpriv`, stream-mode
 //! uploads under `-dcpriv` and `-dcsafe`,
 //! `-verify-checksum`, a tree with `-cc 4 -pp -r`; third-party copies both ways with
-//! `globus-gridftp-server` under GSI; gfal2 (stat, listing, ADLER32, MD5, read, write); and
+//! `globus-gridftp-server` under GSI; gfal2 (stat, listing, ADLER32, MD5, read, write, and
+//! third-party copies with `globus-gridftp-server`); and
 //! the refusals: a proxy from a CA the server does not
 //! trust, and a subject the grid-mapfile does not list, with nothing moved.
 mod common;
@@ -223,4 +224,55 @@ print("ok")
     assert_success(&out, "gfal2 over gsiftp");
     assert_eq!(fs::read(root.path().join("read.bin")).unwrap(), data);
     assert_eq!(fs::read(root.path().join("up.bin")).unwrap(), data);
+}
+
+/// gfal2's third-party copies over `gsiftp://` between `haul serve` and
+/// `globus-gridftp-server`, both ways, 4 streams, ADLER32 compared at both ends (as FTS runs
+/// them): each server authenticates the other's data connections with the credential the
+/// client delegated to it.
+#[test]
+fn gfal2_third_party_over_gsiftp_with_globus() {
+    let Some(py) = gfal2_or_skip("gfal2_third_party_over_gsiftp_with_globus") else {
+        return;
+    };
+    let Some(pki) = pki() else { return };
+    let Some((g, port)) = globus_gsi_as_nobody("gfal2_third_party_over_gsiftp_with_globus", &pki)
+    else {
+        return;
+    };
+    let proxy = proxy(&pki, "user");
+    let haul_root = tempfile::tempdir().unwrap();
+    let gfs_root = tempfile::tempdir().unwrap();
+    share_tree(gfs_root.path()).unwrap();
+    let data = random_bytes(5 << 20, 13);
+    fs::write(haul_root.path().join("src.bin"), &data).unwrap();
+    let s = serve_gsi(&pki, haul_root.path());
+    let script = format!(
+        r#"
+import gfal2
+ctx = gfal2.creat_context()
+p = ctx.transfer_parameters()
+p.overwrite = True
+p.nbstreams = 4
+p.timeout = 60
+p.set_checksum(gfal2.checksum_mode.both, "ADLER32", "")
+haul = "gsiftp://127.0.0.1:{haul_port}/"
+theirs = "gsiftp://127.0.0.1:{port}{gfs}/"
+ctx.filecopy(p, haul + "src.bin", theirs + "a.bin")
+ctx.filecopy(p, theirs + "a.bin", haul + "back.bin")
+print("ok")
+"#,
+        haul_port = port_of(&s),
+        gfs = gfs_root.path().display(),
+    );
+    let out = Command::new(py)
+        .args(["-c", &script])
+        .env("X509_CERT_DIR", pki.certs())
+        .env("X509_USER_PROXY", &proxy)
+        .output()
+        .unwrap();
+    drop(g);
+    assert_success(&out, "gfal2 third-party over gsiftp");
+    assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
+    assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
 }
