@@ -109,6 +109,12 @@ impl Control {
             } else if login.is_done() {
                 c.features = login.features().clone();
                 c.pending = Some(Pipeline::new());
+                // Under GSI, data channels stay TLS when asked (globus-url-copy -dcsafe,
+                // -dcpriv); Globus sends PBSZ first.
+                if let Some(level) = sec.as_ref().and_then(|t| t.gsi()).and_then(|g| g.prot()) {
+                    c.ok(&Command::Pbsz(1 << 20))?;
+                    c.ok(&Command::Prot(level))?;
+                }
                 return Ok(c);
             } else {
                 let r = c.reply()?;

@@ -23,8 +23,21 @@ use crate::error::XferError;
 /// Longest raw reply line accepted under GSI (a base64 token of [`ftp::MAX_TOKEN`] bytes).
 const MAX_LINE: usize = ftp::MAX_TOKEN / 3 * 4 + 16;
 
+/// How `gsiftp://` data channels are protected once authenticated (`PROT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protection {
+    /// `PROT C`: in clear after the DCAU handshake (Globus's default).
+    #[default]
+    Clear,
+    /// `PROT S`: TLS records, integrity.
+    Safe,
+    /// `PROT P`: TLS records, integrity and confidentiality.
+    Private,
+}
+
 /// A user's GSI credential and trust, loaded once per command.
 pub struct ClientGsi {
+    protection: Protection,
     cred: Credential,
     policy: PeerPolicy,
     control: Arc<rustls::ClientConfig>,
@@ -81,6 +94,7 @@ impl ClientGsi {
             protect: false,
         };
         Ok(ClientGsi {
+            protection: Protection::Clear,
             cred,
             policy,
             control,
@@ -89,12 +103,29 @@ impl ClientGsi {
         })
     }
 
+    /// Protects data channels at `level` (sent as `PBSZ` and `PROT` after the login).
+    pub fn with_protection(mut self, level: Protection) -> ClientGsi {
+        self.protection = level;
+        self.data.protect = level != Protection::Clear;
+        self
+    }
+
+    /// The `PROT` level a session asks for after its login, if not the default `C`.
+    pub fn prot(&self) -> Option<haul_proto::command::ProtLevel> {
+        match self.protection {
+            Protection::Clear => None,
+            Protection::Safe => Some(haul_proto::command::ProtLevel::Safe),
+            Protection::Private => Some(haul_proto::command::ProtLevel::Private),
+        }
+    }
+
     /// The identity behind the proxy (its end-entity subject).
     pub fn identity(&self) -> &str {
         &self.identity
     }
 
-    /// Data connections' settings: `DCAU A` (the peer is this same identity), `PROT C`.
+    /// Data connections' settings: `DCAU A` (the peer is this same identity), at the
+    /// protection level asked for.
     pub fn data(&self) -> &DataGsi {
         &self.data
     }

@@ -1,8 +1,9 @@
 //! `haul cp gsiftp://` as a GSI client, with a real proxy from `grid-proxy-init`: against
 //! `globus-gridftp-server` with GSI and its default `DCAU A` (download, upload with 4 streams,
 //! a tree, verified by the server's checksums), against `haul serve` the same way, a
-//! third-party copy between the two under the delegated credentials, and the refusals: no
-//! proxy, and a server whose certificate does not name the host connected to.
+//! third-party copy between the two under the delegated credentials, data channels under
+//! `PROT P` and `PROT S`, and the refusals: no proxy, and a server whose certificate does not
+//! name the host connected to.
 mod common;
 
 use std::fs;
@@ -193,4 +194,57 @@ fn gsi_client_refusals_are_clear() {
     );
     assert!(err.contains("not 127.0.0.1"), "{err}");
     assert!(!dest.exists());
+}
+
+/// `--data-protection private` and `safe` (PROT P, PROT S: the data stay in TLS records, as
+/// globus-url-copy's `-dcpriv` and `-dcsafe`): a download and an upload with 4 streams against
+/// `haul serve` and, as root, against `globus-gridftp-server`.
+#[test]
+fn protected_data_channels_against_both_servers() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let haul_root = tempfile::tempdir().unwrap();
+    fill(haul_root.path());
+    let s = serve_gsi(&pki, haul_root.path());
+    let mut servers = vec![(
+        format!("gsiftp://127.0.0.1:{}/", port_of(&s)),
+        haul_root.path().to_path_buf(),
+    )];
+    let gfs_root = tempfile::tempdir().unwrap();
+    fill(gfs_root.path());
+    share_tree(gfs_root.path()).unwrap();
+    let globus = globus_gsi_as_nobody("protected_data_channels_against_both_servers", &pki);
+    if let Some((_, port)) = &globus {
+        servers.push((
+            format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display()),
+            gfs_root.path().to_path_buf(),
+        ));
+    }
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    for (base, root) in &servers {
+        for level in ["private", "safe"] {
+            let dl = local.path().join(format!("dl-{level}.bin"));
+            let _ = fs::remove_file(&dl);
+            let args = ["--data-protection", level, "-p", "4"];
+            let src = format!("{base}f.bin");
+            let out = cp_as(
+                &pki,
+                &proxy,
+                &[&args[..], &[&src, dl.to_str().unwrap()]].concat(),
+                &hist,
+            );
+            assert_success(&out, &format!("download {level} from {base}"));
+            same(&dl, &root.join("f.bin"));
+            let dst = format!("{base}up-{level}.bin");
+            let out = cp_as(
+                &pki,
+                &proxy,
+                &[&args[..], &[dl.to_str().unwrap(), &dst]].concat(),
+                &hist,
+            );
+            assert_success(&out, &format!("upload {level} to {base}"));
+            same(&root.join(format!("up-{level}.bin")), &dl);
+        }
+    }
 }

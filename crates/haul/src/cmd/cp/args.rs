@@ -89,6 +89,11 @@ pub struct Args {
     /// PEM file of CA certificates that haul:// servers must chain to.
     #[arg(long)]
     pub ca: Option<PathBuf>,
+    /// Protection of gsiftp:// data channels (globus-url-copy's -dcsafe, -dcpriv): clear
+    /// (PROT C, authenticated by DCAU, the default), safe (PROT S, integrity) or private
+    /// (PROT P, integrity and confidentiality).
+    #[arg(long, value_name = "LEVEL", default_value = "clear", value_parser = ["clear", "safe", "private"])]
+    pub data_protection: String,
     /// History database (default: $XDG_DATA_HOME/haul/history.sqlite).
     #[arg(long)]
     pub history: Option<PathBuf>,

@@ -38,7 +38,12 @@ pub(super) fn client_tls(
     if !any(|r| r.gsi) {
         return Ok(tls);
     }
-    let gsi = haul_xfer::gsi::ClientGsi::from_environment()?;
+    let level = match args.data_protection.as_str() {
+        "safe" => haul_xfer::gsi::Protection::Safe,
+        "private" => haul_xfer::gsi::Protection::Private,
+        _ => haul_xfer::gsi::Protection::Clear,
+    };
+    let gsi = haul_xfer::gsi::ClientGsi::from_environment()?.with_protection(level);
     Ok(Some(tls.unwrap_or_default().with_gsi(gsi)))
 }
 
