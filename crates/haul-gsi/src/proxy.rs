@@ -62,6 +62,15 @@ pub struct ProxyRequest<'a> {
 /// id-ppl-inheritAll (1.3.6.1.5.5.7.21.1): an impersonation proxy.
 pub const INHERIT_ALL: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 21, 1];
 
+/// Four random bytes made a DER INTEGER's minimal positive content: a first byte of 0x80 or
+/// more would be negative, and a zero first byte before one under 0x80 is padding, which
+/// OpenSSL refuses when it decodes the certificate (Globus then fails the delegation, one
+/// time in 256 before this).
+fn minimal_positive(mut b: [u8; 4]) -> [u8; 4] {
+    b[0] = (b[0] & 0x7f).max(1);
+    b
+}
+
 /// Builds and signs the proxy certificate (DER).
 pub fn make(req: &ProxyRequest<'_>) -> Result<Vec<u8>, ProxyError> {
     let (_, issuer) =
@@ -72,7 +81,7 @@ pub fn make(req: &ProxyRequest<'_>) -> Result<Vec<u8>, ProxyError> {
     SystemRandom::new()
         .fill(&mut serial)
         .map_err(|_| ProxyError::Sign("no randomness".into()))?;
-    serial[0] &= 0x7f;
+    let serial = minimal_positive(serial);
     let cn = u32::from_be_bytes(serial).to_string();
     let cn_rdn = tlv(
         0x31,
@@ -157,6 +166,18 @@ pub fn sign_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxy_serials_are_minimal_positive_der() {
+        for first in 0..=255u8 {
+            for second in [0u8, 0x7f, 0x80, 0xff] {
+                let s = minimal_positive([first, second, 1, 2]);
+                // Positive, and no padding byte: the first byte is 1..=0x7f.
+                assert!((1..=0x7f).contains(&s[0]), "{s:02x?}");
+                assert_eq!(s[1..], [second, 1, 2]);
+            }
+        }
+    }
 
     #[test]
     fn times() {
