@@ -18,8 +18,8 @@ use std::sync::Arc;
 use haul_gsi::{Context, Credential, PeerPolicy};
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode, SslStream,
-    SslVerifyMode, SslVersion,
+    SslContext, SslContextBuilder, SslMethod, SslSessionCacheMode, SslStream, SslVerifyMode,
+    SslVersion,
 };
 use openssl::x509::X509;
 use rustls::pki_types::PrivateKeyDer;
@@ -143,9 +143,6 @@ pub fn acceptor_context(cred: &Credential) -> io::Result<SslContext> {
         |_, _| true,
     );
     b.set_session_cache_mode(SslSessionCacheMode::OFF);
-    // A peer that closes without close_notify ends the stream (as Globus reads it); the
-    // MODE E framing or the transfer's byte count tells a complete stream from a cut one.
-    b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF);
     Ok(b.build())
 }
 

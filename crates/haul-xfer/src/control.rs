@@ -157,7 +157,7 @@ impl Control {
         sec.and_then(|t| t.gsi()).ok_or_else(|| {
             self.gss_err(format!(
                 "no GSI credential loaded (the proxy is looked for at {})",
-                crate::gsi::proxy_path().display()
+                haul_gsi::Credential::proxy_path().display()
             ))
         })
     }
@@ -179,8 +179,7 @@ impl Control {
         host: &str,
     ) -> Result<(), XferError> {
         if let Some(t) = last.filter(|t| !t.is_empty() && !ctx.is_done()) {
-            let raw = haul_gsi::ftp::decode(&t).map_err(|e| self.gss_err(e))?;
-            ctx.step(&raw).map_err(|e| self.gss_err(e))?;
+            crate::gsi::step(&mut ctx, &t).map_err(|e| self.gss_err(e))?;
         }
         if !ctx.is_done() {
             return Err(self.gss_err("the server ended ADAT before the context was established"));

@@ -11,7 +11,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use haul_gsi::{ftp, Context, Credential, PeerPolicy, TrustStore};
@@ -139,11 +139,6 @@ impl ClientGsi {
             Some(self.cred.clone()),
         )
     }
-}
-
-/// Where the proxy file is looked for, for messages.
-pub fn proxy_path() -> PathBuf {
-    Credential::proxy_path()
 }
 
 /// Steps `ctx` with a base64 token from the server; gives the base64 token to send back.
