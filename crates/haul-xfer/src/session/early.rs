@@ -7,7 +7,7 @@
 //! session's data token, and hands the ready connections to the receive over a channel.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +21,11 @@ use crate::tls::ClientTls;
 
 /// How often the background accept looks at its stop flag.
 const POLL: Duration = Duration::from_millis(100);
+
+/// Most connections handshaking or ready and not yet taken at once (the most streams a
+/// transfer asks for): beyond it a server's further connections are closed, so a hostile
+/// server cannot make the client hold a thread and a socket per connection it opens.
+const MAX_OUTSTANDING: usize = 64;
 
 /// What the background acceptor needs.
 pub(super) struct EarlySpec {
@@ -37,6 +42,8 @@ pub(super) struct EarlyAccept {
     /// Behind a lock: the receive's streams share the acceptor.
     rx: Mutex<Receiver<std::io::Result<Conn>>>,
     stop: Arc<AtomicBool>,
+    /// Connections accepted whose result is not yet taken.
+    outstanding: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for EarlyAccept {
@@ -50,13 +57,15 @@ impl EarlyAccept {
     pub(super) fn start(spec: EarlySpec) -> std::io::Result<EarlyAccept> {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let (flag, count) = (stop.clone(), outstanding.clone());
         std::thread::Builder::new()
             .name("gsi-accept".into())
-            .spawn(move || run(spec, &flag, &tx))?;
+            .spawn(move || run(spec, &flag, &count, &tx))?;
         Ok(EarlyAccept {
             rx: Mutex::new(rx),
             stop,
+            outstanding,
         })
     }
 
@@ -67,7 +76,10 @@ impl EarlyAccept {
             .lock()
             .map_err(|_| std::io::Error::other("acceptor state poisoned"))?;
         match rx.recv_timeout(wait) {
-            Ok(r) => r.map(Some),
+            Ok(r) => {
+                self.outstanding.fetch_sub(1, Ordering::AcqRel);
+                r.map(Some)
+            }
             Err(RecvTimeoutError::Timeout) => Ok(None),
             Err(RecvTimeoutError::Disconnected) => Err(std::io::Error::other(
                 "the data-connection acceptor stopped",
@@ -84,11 +96,24 @@ impl Drop for EarlyAccept {
     }
 }
 
-fn run(spec: EarlySpec, stop: &AtomicBool, tx: &mpsc::Sender<std::io::Result<Conn>>) {
+fn run(
+    spec: EarlySpec,
+    stop: &AtomicBool,
+    outstanding: &AtomicUsize,
+    tx: &mpsc::Sender<std::io::Result<Conn>>,
+) {
     let spec = Arc::new(spec);
     while !stop.load(Ordering::Acquire) {
         match spec.listener.accept_timeout(POLL) {
             Ok((c, from)) if from.ip() == spec.peer => {
+                if outstanding.load(Ordering::Acquire) >= MAX_OUTSTANDING {
+                    tracing::warn!(
+                        "closed a data connection from {from}: {MAX_OUTSTANDING} already wait"
+                    );
+                    drop(c);
+                    continue;
+                }
+                outstanding.fetch_add(1, Ordering::AcqRel);
                 // Each connection's handshake on its own thread: the server opens them side
                 // by side, and each costs round trips and a signature.
                 let (sp, out) = (spec.clone(), tx.clone());
@@ -122,6 +147,7 @@ fn run(spec: EarlySpec, stop: &AtomicBool, tx: &mpsc::Sender<std::io::Result<Con
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => {
                 // The listener itself broke.
+                outstanding.fetch_add(1, Ordering::AcqRel);
                 let _ = tx.send(Err(e));
                 return;
             }
