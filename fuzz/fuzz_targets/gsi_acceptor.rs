@@ -22,10 +22,7 @@ fn setup() -> &'static (Arc<rustls::ServerConfig>, PeerPolicy) {
             chain: vec![CertificateDer::from(cert.der().to_vec())],
             key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         };
-        let policy = PeerPolicy {
-            trust: Arc::new(TrustStore::default()),
-            max_proxies: 10,
-        };
+        let policy = PeerPolicy::new(TrustStore::default(), 10);
         (acceptor_config(&cred, &policy).unwrap(), policy)
     })
 }

@@ -5,7 +5,7 @@
 //! acceptor then holds a credential that acts as the user: the new proxy, the user's chain and
 //! the new key. The key is ECDSA P-256 (Globus signs whatever key the request carries).
 
-use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P256_SHA256};
+use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use x509_parser::prelude::*;
 
@@ -44,7 +44,7 @@ impl std::fmt::Debug for Pending {
 /// Makes a key and its certificate request (DER).
 pub fn request() -> Result<(Pending, Vec<u8>), DelegationError> {
     let make = |e: rcgen::Error| DelegationError::Make(e.to_string());
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(make)?;
+    let key = crate::proxy::ec_key().map_err(|e| DelegationError::Make(e.to_string()))?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, "proxy");

@@ -5,7 +5,8 @@
 //! names are not checked here: the GSS context checks the peer's identity after the handshake,
 //! as Globus does.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use ring::signature as sig;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -41,12 +42,71 @@ pub struct PeerPolicy {
     pub trust: Arc<TrustStore>,
     /// Most proxies accepted in a peer's chain.
     pub max_proxies: usize,
+    /// Chains this policy (or one derived from it) verified lately.
+    verified: Arc<Verified>,
+}
+
+/// How long a verified chain is remembered.
+const REMEMBER_SECS: i64 = 60;
+/// How many verified chains are remembered.
+const REMEMBER_CHAINS: usize = 32;
+
+/// Chains verified lately. The data connections of a transfer present the same chain again
+/// and again (as do the sessions of a client that logs in often), and each check costs
+/// signature verifications and certificate parsing; a chain seen again is answered from here.
+/// An entry lasts [`REMEMBER_SECS`] at most, never past the chain's own end, and a hit must
+/// fit the proxy limit of the policy asking. Reloading the trust store makes a new policy, so
+/// a new CRL is never hidden by an old entry.
+#[derive(Debug, Default)]
+struct Verified(Mutex<VecDeque<Remembered>>);
+
+/// A chain (DER, leaf first), when to forget it (Unix time), and who it proved.
+type Remembered = (Vec<Vec<u8>>, i64, chain::Peer);
+
+impl Verified {
+    fn get(&self, chain: &[&[u8]], now: i64) -> Option<chain::Peer> {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.retain(|(_, until, _)| *until > now);
+        seen.iter()
+            .find(|(c, _, _)| c.len() == chain.len() && c.iter().zip(chain).all(|(a, b)| a == b))
+            .map(|(_, _, peer)| peer.clone())
+    }
+
+    fn put(&self, chain: &[&[u8]], now: i64, peer: &chain::Peer) {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() == REMEMBER_CHAINS {
+            seen.pop_front();
+        }
+        let until = peer.not_after.min(now + REMEMBER_SECS);
+        seen.push_back((
+            chain.iter().map(|c| c.to_vec()).collect(),
+            until,
+            peer.clone(),
+        ));
+    }
 }
 
 impl PeerPolicy {
+    /// Chains checked against `trust`, with at most `max_proxies` proxies.
+    pub fn new(trust: TrustStore, max_proxies: usize) -> PeerPolicy {
+        PeerPolicy {
+            trust: Arc::new(trust),
+            max_proxies,
+            verified: Arc::default(),
+        }
+    }
+
     /// Checks a presented chain now.
     pub fn verify(&self, chain: &[&[u8]]) -> Result<chain::Peer, chain::ChainError> {
-        chain::verify(chain, &self.trust, chain::unix_now(), self.max_proxies)
+        let now = chain::unix_now();
+        if let Some(peer) = self.verified.get(chain, now) {
+            if peer.proxies <= self.max_proxies {
+                return Ok(peer);
+            }
+        }
+        let peer = chain::verify(chain, &self.trust, now, self.max_proxies)?;
+        self.verified.put(chain, now, &peer);
+        Ok(peer)
     }
 
     /// This policy for chains that carry one proxy more than a client's own: the credential a
@@ -57,6 +117,7 @@ impl PeerPolicy {
         PeerPolicy {
             trust: self.trust.clone(),
             max_proxies: self.max_proxies.saturating_add(1),
+            verified: self.verified.clone(),
         }
     }
 

@@ -132,3 +132,49 @@ fn a_not_yet_valid_certificate_is_refused() {
     let e = verify(&slices(&user), &ca.trust(), now(), 9).unwrap_err();
     assert!(matches!(e, ChainError::NotYetValid { .. }), "{e}");
 }
+
+#[test]
+fn a_session_proxy_is_the_same_user_one_proxy_deeper_with_a_new_key() {
+    let ca = Ca::new("Test CA");
+    let user = ca.user("Test User", 10);
+    let p = proxy_with(&user, now() - 60, now() + 3600, INHERIT_ALL);
+    let s = p.session_proxy(12 * 3600).unwrap();
+    assert_eq!(&s.chain[1..], &p.chain[..]);
+    let peer = verify(&slices(&s), &ca.trust(), now(), DEFAULT_MAX_PROXIES).unwrap();
+    assert_eq!(peer.identity, USER);
+    assert_eq!(peer.proxies, 2);
+    assert!(
+        peer.not_after <= now() + 3600,
+        "a session proxy outlives its issuer"
+    );
+    let (_, leaf) = x509_parser::parse_x509_certificate(&s.chain[0]).unwrap();
+    let (_, issuer) = x509_parser::parse_x509_certificate(&p.chain[0]).unwrap();
+    assert_ne!(leaf.public_key().raw, issuer.public_key().raw);
+    // The key is the certificate's: it makes the certificate of a proxy beneath it.
+    let below = proxy(&s);
+    verify(&slices(&below), &ca.trust(), now(), DEFAULT_MAX_PROXIES).unwrap();
+}
+
+#[test]
+fn a_remembered_chain_still_meets_the_depth_limit_of_the_policy_asking() {
+    let ca = Ca::new("Test CA");
+    let p3 = proxy(&proxy(&proxy(&ca.user("Test User", 10))));
+    let base = haul_gsi::PeerPolicy::new(ca.trust(), 2);
+    let deeper = base.delegated();
+    assert_eq!(deeper.verify(&slices(&p3)).unwrap().proxies, 3);
+    assert_eq!(deeper.verify(&slices(&p3)).unwrap().proxies, 3);
+    let e = base.verify(&slices(&p3)).unwrap_err();
+    assert_eq!(e, ChainError::TooDeep { depth: 3, max: 2 });
+}
+
+#[test]
+fn a_remembered_chain_is_forgotten_when_it_expires() {
+    let ca = Ca::new("Test CA");
+    let user = ca.user("Test User", 10);
+    let p = proxy_with(&user, now() - 60, now() + 2, INHERIT_ALL);
+    let policy = policy(ca.trust());
+    policy.verify(&slices(&p)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let e = policy.verify(&slices(&p)).unwrap_err();
+    assert!(matches!(e, ChainError::Expired { .. }), "{e}");
+}

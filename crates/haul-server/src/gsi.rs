@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use haul_gsi::tls::{acceptor_config, initiator_config};
+use haul_gsi::tls::acceptor_config;
 use haul_gsi::{Credential, Gridmap, PeerPolicy, TrustStore};
-use haul_transport::gsi::{DataGsi, Expect};
+use haul_transport::gsi::{DataCredential, DataGsi, Expect};
 
 use crate::auth::Access;
 
@@ -56,9 +56,6 @@ impl GsiSettings {
     }
 }
 
-/// A session's data-connection TLS set-ups: OpenSSL's as acceptor, rustls's as initiator.
-pub type DataConfigs = (openssl::ssl::SslContext, Arc<rustls::ClientConfig>);
-
 /// A server's loaded GSI material.
 pub struct GsiServer {
     /// How client chains are checked.
@@ -67,6 +64,8 @@ pub struct GsiServer {
     pub acceptor: Arc<rustls::ServerConfig>,
     /// The host credential.
     pub host: Credential,
+    /// The host credential as data connections present it (sessions that did not delegate).
+    host_data: DataCredential,
     /// The identity map.
     pub gridmap: Gridmap,
     /// Rights of mapped accounts the users file does not list.
@@ -88,41 +87,38 @@ impl GsiServer {
         let host = Credential::load(&s.cert, &s.key).map_err(|e| e.to_string())?;
         let trust = TrustStore::load_dir(&s.cert_dir).map_err(|e| e.to_string())?;
         let gridmap = Gridmap::load(&s.gridmap).map_err(|e| e.to_string())?;
-        let policy = PeerPolicy {
-            trust: Arc::new(trust),
-            max_proxies: s.max_proxies,
-        };
+        let policy = PeerPolicy::new(trust, s.max_proxies);
         let me = policy
             .verify(&host.chain_slices())
             .map_err(|e| format!("host certificate {}: {e}", s.cert.display()))?;
         let acceptor = acceptor_config(&host, &policy).map_err(|e| e.to_string())?;
+        let host_data =
+            DataCredential::new(&host, &policy.delegated()).map_err(|e| e.to_string())?;
         tracing::info!(host = %me.subject, cas = policy.trust.anchors.len(), mapped = gridmap.len(), "GSI offered");
         Ok(GsiServer {
             policy,
             acceptor,
             host,
+            host_data,
             gridmap,
             access: s.access,
         })
     }
 
-    /// The data-connection settings of a session: `cred` (the delegated credential, else the
-    /// host's) on both roles.
-    pub fn data_configs(&self, cred: Option<&Credential>) -> std::io::Result<DataConfigs> {
-        let cred = cred.unwrap_or(&self.host);
-        Ok((
-            haul_transport::gsi::acceptor_context(cred)?,
-            initiator_config(Some(cred), &self.policy.delegated())
-                .map_err(std::io::Error::other)?,
-        ))
+    /// What a session's data connections present: `delegated` (the credential its client
+    /// delegated), made ready on a thread of its own while the login goes on, else the host's.
+    pub fn data_credential(&self, delegated: Option<Credential>) -> DataCredential {
+        match delegated {
+            Some(c) => DataCredential::spawn(move || Ok(c), self.policy.delegated()),
+            None => self.host_data.clone(),
+        }
     }
 
     /// The settings of the next data connections. Their peer may be another server presenting
     /// the credential the client delegated to it, one proxy deeper than the client's own chain.
-    pub fn data(&self, cfgs: &DataConfigs, expect: Expect, protect: bool) -> DataGsi {
+    pub fn data(&self, cred: &DataCredential, expect: Expect, protect: bool) -> DataGsi {
         DataGsi {
-            acceptor: cfgs.0.clone(),
-            initiator: cfgs.1.clone(),
+            cred: cred.clone(),
             policy: self.policy.delegated(),
             expect,
             protect,

@@ -11,14 +11,16 @@
 //! an illegal host name, ending the handshake. OpenSSL ignores it, as Globus's own servers
 //! do. OpenSSL only carries the TLS: the peer's chain is checked by haul-gsi, as everywhere.
 
+use std::ffi::{c_int, c_void};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
+use std::ptr::null_mut;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use haul_gsi::{Context, Credential, PeerPolicy};
-use openssl::pkey::PKey;
+use openssl::pkey::{PKey, Private};
 use openssl::ssl::{
-    SslContext, SslContextBuilder, SslMethod, SslSessionCacheMode, SslStream, SslVerifyMode,
+    Ssl, SslContext, SslContextBuilder, SslMethod, SslSessionCacheMode, SslStream, SslVerifyMode,
     SslVersion,
 };
 use openssl::x509::X509;
@@ -42,10 +44,8 @@ pub enum Expect {
 /// The GSI settings of a session's data connections.
 #[derive(Clone)]
 pub struct DataGsi {
-    /// This side as acceptor (connections it accepted).
-    pub acceptor: SslContext,
-    /// This side as initiator (connections it opened).
-    pub initiator: Arc<ClientConfig>,
+    /// What this side presents, accepting or initiating.
+    pub cred: DataCredential,
     /// How peer chains are checked.
     pub policy: PeerPolicy,
     /// Who the peer must be.
@@ -110,40 +110,159 @@ fn ssl_err(e: impl std::fmt::Display) -> io::Error {
     )
 }
 
-/// The OpenSSL acceptor presenting `cred` (TLS 1.2, a client certificate required, any
-/// chain let through to be checked by haul-gsi afterwards, no session cache).
-pub fn acceptor_context(cred: &Credential) -> io::Result<SslContext> {
-    let mut b = SslContextBuilder::new(SslMethod::tls_server()).map_err(ssl_err)?;
-    b.set_max_proto_version(Some(SslVersion::TLS1_2))
-        .map_err(ssl_err)?;
-    let mut certs = cred.chain.iter().map(|c| X509::from_der(c.as_ref()));
-    let leaf = certs
-        .next()
-        .ok_or_else(|| ssl_err("empty credential"))?
-        .map_err(ssl_err)?;
-    b.set_certificate(&leaf).map_err(ssl_err)?;
-    for c in certs {
-        b.add_extra_chain_cert(c.map_err(ssl_err)?)
-            .map_err(ssl_err)?;
-    }
-    let key = match &cred.key {
-        PrivateKeyDer::Pkcs1(k) => {
-            openssl::rsa::Rsa::private_key_from_der(k.secret_pkcs1_der()).and_then(PKey::from_rsa)
-        }
-        PrivateKeyDer::Sec1(k) => openssl::ec::EcKey::private_key_from_der(k.secret_sec1_der())
-            .and_then(PKey::from_ec_key),
-        PrivateKeyDer::Pkcs8(k) => PKey::private_key_from_pkcs8(k.secret_pkcs8_der()),
-        _ => return Err(ssl_err("unsupported private key format")),
-    }
-    .map_err(ssl_err)?;
-    b.set_private_key(&key).map_err(ssl_err)?;
-    b.check_private_key().map_err(ssl_err)?;
-    b.set_verify_callback(
-        SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT,
-        |_, _| true,
+extern "C" {
+    // libssl's, not bound by openssl-sys.
+    fn SSL_CTX_set_cert_verify_callback(
+        ctx: *mut openssl_sys::SSL_CTX,
+        cb: Option<unsafe extern "C" fn(*mut openssl_sys::X509_STORE_CTX, *mut c_void) -> c_int>,
+        arg: *mut c_void,
     );
-    b.set_session_cache_mode(SslSessionCacheMode::OFF);
-    Ok(b.build())
+}
+
+/// OpenSSL's chain verification, replaced: every chain passes here, as haul-gsi checks it after
+/// the handshake (OpenSSL knows neither the trust store nor proxies). The handshake itself
+/// still proves the peer holds the leaf's key. Running OpenSSL's check too only to ignore its
+/// verdict cost as much as haul-gsi's own check, on every data connection.
+unsafe extern "C" fn chain_checked_later(
+    _: *mut openssl_sys::X509_STORE_CTX,
+    _: *mut c_void,
+) -> c_int {
+    1
+}
+
+/// OpenSSL's TLS 1.2 server context for accepted data connections, one per process: making
+/// one costs milliseconds under OpenSSL 3, so each connection sets its credential on its own
+/// `Ssl` instead. A client certificate is required; any chain is let through, to be checked
+/// by haul-gsi afterwards; no session cache.
+fn acceptor_base() -> io::Result<&'static SslContext> {
+    static BASE: OnceLock<Result<SslContext, String>> = OnceLock::new();
+    let made = BASE.get_or_init(|| {
+        let mut b = SslContextBuilder::new(SslMethod::tls_server()).map_err(|e| e.to_string())?;
+        b.set_max_proto_version(Some(SslVersion::TLS1_2))
+            .map_err(|e| e.to_string())?;
+        b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        // SAFETY: `b` owns a live SSL_CTX; the callback takes no argument and keeps nothing.
+        unsafe {
+            SSL_CTX_set_cert_verify_callback(b.as_ptr(), Some(chain_checked_later), null_mut())
+        };
+        b.set_session_cache_mode(SslSessionCacheMode::OFF);
+        Ok(b.build())
+    });
+    made.as_ref().map_err(ssl_err)
+}
+
+/// A credential as OpenSSL holds it, parsed once.
+struct Presented {
+    leaf: X509,
+    chain: Vec<X509>,
+    key: PKey<Private>,
+}
+
+impl Presented {
+    fn parse(cred: &Credential) -> io::Result<Presented> {
+        let mut certs = cred.chain.iter().map(|c| X509::from_der(c.as_ref()));
+        let leaf = certs
+            .next()
+            .ok_or_else(|| ssl_err("empty credential"))?
+            .map_err(ssl_err)?;
+        let chain = certs.collect::<Result<Vec<_>, _>>().map_err(ssl_err)?;
+        let key = match &cred.key {
+            PrivateKeyDer::Pkcs1(k) => {
+                openssl::rsa::Rsa::private_key_from_der(k.secret_pkcs1_der())
+                    .and_then(PKey::from_rsa)
+            }
+            PrivateKeyDer::Sec1(k) => openssl::ec::EcKey::private_key_from_der(k.secret_sec1_der())
+                .and_then(PKey::from_ec_key),
+            PrivateKeyDer::Pkcs8(k) => PKey::private_key_from_pkcs8(k.secret_pkcs8_der()),
+            _ => return Err(ssl_err("unsupported private key format")),
+        }
+        .map_err(ssl_err)?;
+        if !leaf.public_key().map_err(ssl_err)?.public_eq(&key) {
+            return Err(ssl_err("the private key does not match the certificate"));
+        }
+        Ok(Presented { leaf, chain, key })
+    }
+
+    /// An acceptor's `Ssl` presenting this credential.
+    fn ssl(&self) -> io::Result<Ssl> {
+        let mut ssl = Ssl::new(acceptor_base()?).map_err(ssl_err)?;
+        ssl.set_certificate(&self.leaf).map_err(ssl_err)?;
+        ssl.set_private_key(&self.key).map_err(ssl_err)?;
+        for c in &self.chain {
+            ssl.add_chain_cert(c.clone()).map_err(ssl_err)?;
+        }
+        Ok(ssl)
+    }
+}
+
+/// What a side presents on its data connections, in both roles.
+struct Prepared {
+    acceptor: Presented,
+    initiator: Arc<ClientConfig>,
+}
+
+/// The credential a session's data connections present, made ready for OpenSSL (accepting)
+/// and rustls (initiating). [`DataCredential::spawn`] does that work on a thread of its own,
+/// so that it overlaps the control connection's login; the first data connection waits for it.
+#[derive(Clone)]
+pub struct DataCredential(Arc<Background>);
+
+struct Background {
+    done: OnceLock<Result<Prepared, String>>,
+    job: Mutex<Option<std::thread::JoinHandle<Result<Prepared, String>>>>,
+}
+
+impl DataCredential {
+    fn prepare(cred: &Credential, peers: &PeerPolicy) -> Result<Prepared, String> {
+        acceptor_base().map_err(|e| e.to_string())?;
+        Ok(Prepared {
+            acceptor: Presented::parse(cred).map_err(|e| e.to_string())?,
+            initiator: haul_gsi::tls::initiator_config(Some(cred), peers)
+                .map_err(|e| format!("data channel: GSI: {e}"))?,
+        })
+    }
+
+    /// `cred`, made ready now; data connections this side opens check their peer under `peers`.
+    pub fn new(cred: &Credential, peers: &PeerPolicy) -> io::Result<DataCredential> {
+        let ready = Self::prepare(cred, peers).map_err(ssl_err)?;
+        Ok(DataCredential(Arc::new(Background {
+            done: OnceLock::from(Ok(ready)),
+            job: Mutex::new(None),
+        })))
+    }
+
+    /// The credential `make` gives, made ready on a thread of its own.
+    pub fn spawn(
+        make: impl FnOnce() -> Result<Credential, String> + Send + 'static,
+        peers: PeerPolicy,
+    ) -> DataCredential {
+        let job = std::thread::Builder::new()
+            .name("gsi-data-cred".into())
+            .spawn(move || Self::prepare(&make()?, &peers));
+        let (done, job) = match job {
+            Ok(h) => (OnceLock::new(), Some(h)),
+            Err(e) => (OnceLock::from(Err(format!("data channel: GSI: {e}"))), None),
+        };
+        DataCredential(Arc::new(Background {
+            done,
+            job: Mutex::new(job),
+        }))
+    }
+
+    fn get(&self) -> io::Result<&Prepared> {
+        let b = &*self.0;
+        b.done
+            .get_or_init(|| {
+                let job = b.job.lock().unwrap_or_else(|p| p.into_inner()).take();
+                match job.map(std::thread::JoinHandle::join) {
+                    Some(Ok(made)) => made,
+                    Some(Err(_)) => Err("preparing the data-channel credential panicked".into()),
+                    None => Err("the data-channel credential was never made".into()),
+                }
+            })
+            .as_ref()
+            .map_err(ssl_err)
+    }
 }
 
 /// A reader that never reads past the end of the TLS record it is in, so that OpenSSL leaves
@@ -233,10 +352,19 @@ impl DataGsi {
     /// Authenticates the data connection `tcp`; `accepted` says this side accepted it (and is
     /// the acceptor). Gives the stream the data then flow on.
     pub fn handshake(&self, tcp: TcpStream, accepted: bool) -> io::Result<Conn> {
-        if accepted {
-            return self.accept(tcp);
-        }
-        self.initiate(tcp)
+        let t0 = std::time::Instant::now();
+        let conn = if accepted {
+            self.accept(tcp)
+        } else {
+            self.initiate(tcp)
+        };
+        tracing::debug!(
+            accepted,
+            ok = conn.is_ok(),
+            us = t0.elapsed().as_micros() as u64,
+            "GSI data channel handshake"
+        );
+        conn
     }
 
     /// Checks the peer `peer` is who is expected.
@@ -263,7 +391,7 @@ impl DataGsi {
     /// The acceptor's side, over OpenSSL.
     fn accept(&self, tcp: TcpStream) -> io::Result<Conn> {
         let plain = tcp.try_clone()?;
-        let ssl = openssl::ssl::Ssl::new(&self.acceptor).map_err(ssl_err)?;
+        let ssl = self.cred.get()?.acceptor.ssl()?;
         let records = Records {
             tcp,
             pending: Vec::new(),
@@ -301,7 +429,7 @@ impl DataGsi {
     /// The initiator's side, over haul-gsi's context.
     fn initiate(&self, mut tcp: TcpStream) -> io::Result<Conn> {
         let (mut ctx, first) = Context::initiate(
-            self.initiator.clone(),
+            self.cred.get()?.initiator.clone(),
             self.policy.clone(),
             self.protect,
             None,
@@ -331,5 +459,31 @@ impl DataGsi {
             Connection::Server(c) => Box::new(StreamOwned::new(c, tcp)),
             Connection::Client(c) => Box::new(StreamOwned::new(c, tcp)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_credential_that_could_not_be_made_fails_each_connection_with_the_reason() {
+        let policy = PeerPolicy::new(haul_gsi::TrustStore::default(), 10);
+        let g = DataGsi {
+            cred: DataCredential::spawn(|| Err("no proxy here".into()), policy.clone()),
+            policy,
+            expect: Expect::Identity("/CN=nobody".into()),
+            protect: false,
+        };
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        for accepted in [true, false, true] {
+            let Err(e) = g.handshake(s.try_clone().unwrap(), accepted) else {
+                panic!("a handshake without a credential succeeded");
+            };
+            assert!(e.to_string().contains("no proxy here"), "{e}");
+        }
     }
 }

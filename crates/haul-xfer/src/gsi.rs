@@ -6,8 +6,12 @@
 //! user on data channels and onward; the server's certificate must name the host connected
 //! to. From then on [`Protected`] carries the control connection: each command line goes out
 //! as `ENC <token>`, each `63x` reply line is unwrapped. Data connections authenticate with
-//! the same proxy under `DCAU A` (the server presents the proxy it was delegated), carried by
-//! haul-transport's [`DataGsi`].
+//! the same identity under `DCAU A` (the server presents the proxy it was delegated), carried
+//! by haul-transport's [`DataGsi`]. This side presents a session proxy there: a proxy of the
+//! user's proxy with an ECDSA key, made once per command, so that a connection's handshake
+//! signs with ECDSA instead of the user's RSA key (a millisecond or more each). It is made,
+//! with the OpenSSL and rustls set-ups, on a thread of its own while the control connection
+//! logs in.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -15,10 +19,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use haul_gsi::{ftp, Context, Credential, PeerPolicy, TrustStore};
-use haul_transport::gsi::{DataGsi, Expect};
+use haul_transport::gsi::{DataCredential, DataGsi, Expect};
 use haul_transport::{Cutter, DataStream};
 
 use crate::error::XferError;
+
+/// How long a session proxy is valid (cut to the user's proxy's own end).
+const SESSION_PROXY_SECS: i64 = 12 * 3600;
 
 /// Longest raw reply line accepted under GSI (a base64 token of [`ftp::MAX_TOKEN`] bytes).
 const MAX_LINE: usize = ftp::MAX_TOKEN / 3 * 4 + 16;
@@ -76,19 +83,25 @@ impl ClientGsi {
             )
         })?;
         let trust = TrustStore::load_dir(cert_dir).map_err(|e| gsi_err(cert_dir, e))?;
-        let policy = PeerPolicy {
-            trust: Arc::new(trust),
-            max_proxies: haul_gsi::chain::DEFAULT_MAX_PROXIES,
-        };
+        let policy = PeerPolicy::new(trust, haul_gsi::chain::DEFAULT_MAX_PROXIES);
         let me = policy
             .verify(&cred.chain_slices())
             .map_err(|e| gsi_err(proxy, format!("the proxy does not verify: {e}")))?;
         let control =
             haul_gsi::tls::initiator_config(Some(&cred), &policy).map_err(|e| gsi_err(proxy, e))?;
+        let session = {
+            let (cred, deeper) = (cred.clone(), policy.delegated());
+            // A proxy that may not have one beneath it (a path-length limit) is presented itself.
+            move || {
+                Ok(cred
+                    .session_proxy(SESSION_PROXY_SECS)
+                    .ok()
+                    .filter(|s| deeper.verify(&s.chain_slices()).is_ok())
+                    .unwrap_or(cred))
+            }
+        };
         let data = DataGsi {
-            acceptor: haul_transport::gsi::acceptor_context(&cred)
-                .map_err(|e| gsi_err(proxy, e))?,
-            initiator: control.clone(),
+            cred: DataCredential::spawn(session, policy.clone()),
             policy: policy.clone(),
             expect: Expect::Identity(me.identity.clone()),
             protect: false,

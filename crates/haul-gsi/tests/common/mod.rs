@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::sync::Arc;
 
 use haul_gsi::proxy::{make, ProxyRequest, INHERIT_ALL};
 use haul_gsi::{Credential, PeerPolicy, TrustStore};
@@ -145,10 +144,7 @@ pub fn proxy(parent: &Credential) -> Credential {
 
 /// A policy over `trust` with the default proxy limit.
 pub fn policy(trust: TrustStore) -> PeerPolicy {
-    PeerPolicy {
-        trust: Arc::new(trust),
-        max_proxies: haul_gsi::chain::DEFAULT_MAX_PROXIES,
-    }
+    PeerPolicy::new(trust, haul_gsi::chain::DEFAULT_MAX_PROXIES)
 }
 
 /// The chain as byte slices.

@@ -42,10 +42,8 @@ pub(crate) struct GsiState {
     ctx: Option<haul_gsi::Context>,
     /// The client, once authenticated.
     pub(crate) peer: Option<haul_gsi::Peer>,
-    /// The credential the client delegated, if it did.
-    delegated: Option<haul_gsi::Credential>,
-    /// The TLS configurations of its data connections (`DCAU`).
-    pub(crate) data: Option<crate::gsi::DataConfigs>,
+    /// What its data connections present (`DCAU`).
+    pub(crate) data: Option<haul_transport::gsi::DataCredential>,
 }
 
 /// Failures older than this are forgotten.
@@ -133,10 +131,11 @@ impl Session<'_> {
             return Err(io::Error::other("GSS context missing after 235"));
         };
         self.gsi.peer = ctx.peer().cloned();
-        self.gsi.delegated = ctx.take_delegated();
-        self.gsi.data = Some(g.data_configs(self.gsi.delegated.as_ref())?);
+        let delegated = ctx.take_delegated();
+        let did_delegate = delegated.is_some();
+        self.gsi.data = Some(g.data_credential(delegated));
         if let Some(p) = &self.gsi.peer {
-            tracing::info!(peer = %self.peer, subject = %p.subject, identity = %p.identity, delegated = self.gsi.delegated.is_some(), "GSSAPI authenticated");
+            tracing::info!(peer = %self.peer, subject = %p.subject, identity = %p.identity, delegated = did_delegate, "GSSAPI authenticated");
         }
         self.ctl.protect(ctx);
         Ok(())
