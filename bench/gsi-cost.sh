@@ -17,9 +17,12 @@
 # what GSI adds to each server's time in milliseconds.
 #
 # Usage: bench/gsi-cost.sh HAUL_BINARY [ROUNDS]      (default 5 rounds)
+#        GSI_COST_BYTES=1000 bench/gsi-cost.sh ...     (another file size: a small one shows
+#                                                      the fixed cost alone)
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
-haul=$(realpath "$1") rounds=${2:-5}
+[ $# -ge 1 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
+haul=$(realpath "$1") rounds=${2:-5} bytes=${GSI_COST_BYTES:-1073741824}
+mbit=$(echo "scale=6; $bytes * 8 / 1000000" | bc)
 dir=$(mktemp -d /tmp/gsi-cost.XXXXXX)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"; }
@@ -27,7 +30,7 @@ trap cleanup EXIT
 cd "$dir"
 mkdir -p src certificates
 chmod o+x "$dir"
-head -c 1073741824 /dev/urandom > src/f1g
+head -c "$bytes" /dev/urandom > src/f1g
 chmod -R a+rwX src
 cat src/f1g > /dev/null
 
@@ -96,14 +99,14 @@ for r in $(seq 1 "$rounds"); do
             gfs-gsi-C) s=$(run "gsiftp://127.0.0.1:2912$dir/src/f1g") ;;
             gfs-gsi-P) s=$(run -dcpriv "gsiftp://127.0.0.1:2912$dir/src/f1g") ;;
         esac
-        echo "round $r $c ${s} s $(echo "8589.934592 / $s" | bc) Mbit/s"
+        echo "round $r $c ${s} s $(echo "$mbit / $s" | bc) Mbit/s"
         times[$c]="${times[$c]:-} $s"
     done
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 for c in haul-anon haul-gsi-C haul-gsi-P gfs-anon gfs-gsi-C gfs-gsi-P cp-anon cp-gsi-C; do
     m=$(median "${times[$c]}")
-    echo "median $c $m s $(echo "8589.934592 / $m" | bc) Mbit/s"
+    echo "median $c $m s $(echo "$mbit / $m" | bc) Mbit/s"
     declare "m_${c//-/_}=$m"
 done
 echo "ratio haul-gsi-C/haul-anon (time) $(echo "scale=3; $m_haul_gsi_C / $m_haul_anon" | bc)"

@@ -380,8 +380,12 @@ impl DataGsi {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
-                    "data connection authenticated as {}, expected {:?}",
-                    peer.identity, self.expect
+                    "data connection authenticated as {}, expected {}",
+                    peer.identity,
+                    match &self.expect {
+                        Expect::Identity(id) => format!("the session's own identity {id} (DCAU A)"),
+                        Expect::Subject(s) => format!("the subject {s} (DCAU S)"),
+                    }
                 ),
             ));
         }

@@ -109,9 +109,14 @@ impl Control {
             } else if login.is_done() {
                 c.features = login.features().clone();
                 c.pending = Some(Pipeline::new());
-                // Under GSI, data channels stay TLS when asked (globus-url-copy -dcsafe,
-                // -dcpriv); Globus sends PBSZ first.
-                if let Some(level) = sec.as_ref().and_then(|t| t.gsi()).and_then(|g| g.prot()) {
+                // Under GSI, data channels are authenticated other than by the default
+                // (DCAU N or S) and stay TLS when asked (globus-url-copy -dcsafe, -dcpriv;
+                // Globus sends PBSZ first).
+                let gsi = sec.as_ref().and_then(|t| t.gsi());
+                if let Some(dcau) = gsi.and_then(|g| g.dcau_command()) {
+                    c.ok(&dcau)?;
+                }
+                if let Some(level) = gsi.and_then(|g| g.prot()) {
                     c.ok(&Command::Pbsz(1 << 20))?;
                     c.ok(&Command::Prot(level))?;
                 }

@@ -42,9 +42,23 @@ pub enum Protection {
     Private,
 }
 
+/// Who the peer of a `gsiftp://` data connection must be (`DCAU`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Dcau {
+    /// `DCAU A`: the user's own identity, which the server presents through the proxy it was
+    /// delegated (Globus's default; nothing is sent).
+    #[default]
+    Identity,
+    /// `DCAU N`: none; data connections are plain TCP (globus-url-copy's `-nodcau`).
+    None,
+    /// `DCAU S <subject>`: this subject.
+    Subject(String),
+}
+
 /// A user's GSI credential and trust, loaded once per command.
 pub struct ClientGsi {
     protection: Protection,
+    dcau: Dcau,
     cred: Credential,
     policy: PeerPolicy,
     control: Arc<rustls::ClientConfig>,
@@ -108,6 +122,7 @@ impl ClientGsi {
         };
         Ok(ClientGsi {
             protection: Protection::Clear,
+            dcau: Dcau::Identity,
             cred,
             policy,
             control,
@@ -121,6 +136,30 @@ impl ClientGsi {
         self.protection = level;
         self.data.protect = level != Protection::Clear;
         self
+    }
+
+    /// Authenticates data connections as `dcau` says (sent as `DCAU` after the login).
+    pub fn with_dcau(mut self, dcau: Dcau) -> ClientGsi {
+        self.data.expect = match &dcau {
+            Dcau::Subject(s) => Expect::Subject(s.clone()),
+            _ => Expect::Identity(self.identity.clone()),
+        };
+        self.dcau = dcau;
+        self
+    }
+
+    /// The `DCAU` command a session sends after its login, if not the default `A`.
+    pub fn dcau_command(&self) -> Option<haul_proto::Command> {
+        match &self.dcau {
+            Dcau::Identity => None,
+            Dcau::None => Some(haul_proto::Command::Dcau("N".into())),
+            Dcau::Subject(s) => Some(haul_proto::Command::Dcau(format!("S {s}"))),
+        }
+    }
+
+    /// Whether data connections start with a GSI handshake (not under `DCAU N`).
+    pub fn authenticates_data(&self) -> bool {
+        self.dcau != Dcau::None
     }
 
     /// The `PROT` level a session asks for after its login, if not the default `C`.
@@ -137,8 +176,8 @@ impl ClientGsi {
         &self.identity
     }
 
-    /// Data connections' settings: `DCAU A` (the peer is this same identity), at the
-    /// protection level asked for.
+    /// Data connections' settings: the peer `DCAU` asks for (by default this same identity),
+    /// at the protection level asked for.
     pub fn data(&self) -> &DataGsi {
         &self.data
     }

@@ -85,9 +85,11 @@ impl ClientTls {
     }
 
     /// Secures a data connection (either direction): under GSI the `DCAU` handshake, where
-    /// `accepted` says this side accepted the connection; else TLS under `PROT P`.
+    /// `accepted` says this side accepted the connection (nothing under `DCAU N`); else TLS
+    /// under `PROT P`.
     pub fn wrap_data(&self, tcp: TcpStream, host: &str, accepted: bool) -> io::Result<Conn> {
         match &self.gsi {
+            Some(g) if !g.authenticates_data() => Ok(Box::new(tcp)),
             Some(g) => g.data().handshake(tcp, accepted),
             None => self.wrap_control(tcp, host),
         }

@@ -41,6 +41,37 @@ fn fill(root: &Path) {
     }
 }
 
+/// haul serve and, where it can run, globus-gridftp-server, each over a [`fill`]ed tree.
+struct BothServers {
+    /// Each server's base URL (ending in `/`) and the directory its paths land in.
+    servers: Vec<(String, std::path::PathBuf)>,
+    _keep: (Serve, Option<(Killed, u16)>, [tempfile::TempDir; 2]),
+}
+
+impl BothServers {
+    fn start(pki: &Pki, test: &str) -> BothServers {
+        let roots = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        roots.iter().for_each(|r| fill(r.path()));
+        let s = serve_gsi(pki, roots[0].path());
+        let mut servers = vec![(
+            format!("gsiftp://127.0.0.1:{}/", port_of(&s)),
+            roots[0].path().to_path_buf(),
+        )];
+        share_tree(roots[1].path()).unwrap();
+        let globus = globus_gsi_as_nobody(test, pki);
+        if let Some((_, port)) = &globus {
+            servers.push((
+                format!("gsiftp://127.0.0.1:{port}{}/", roots[1].path().display()),
+                roots[1].path().to_path_buf(),
+            ));
+        }
+        BothServers {
+            servers,
+            _keep: (s, globus, roots),
+        }
+    }
+}
+
 /// Download, upload with 4 streams, and a tree, from and to the server at `base` (a URL
 /// ending in `/` whose paths land in `root`).
 fn round_trip(pki: &Pki, proxy: &Path, base: &str, root: &Path) {
@@ -203,26 +234,11 @@ fn gsi_client_refusals_are_clear() {
 fn protected_data_channels_against_both_servers() {
     let Some(pki) = pki() else { return };
     let proxy = proxy(&pki, "user");
-    let haul_root = tempfile::tempdir().unwrap();
-    fill(haul_root.path());
-    let s = serve_gsi(&pki, haul_root.path());
-    let mut servers = vec![(
-        format!("gsiftp://127.0.0.1:{}/", port_of(&s)),
-        haul_root.path().to_path_buf(),
-    )];
-    let gfs_root = tempfile::tempdir().unwrap();
-    fill(gfs_root.path());
-    share_tree(gfs_root.path()).unwrap();
-    let globus = globus_gsi_as_nobody("protected_data_channels_against_both_servers", &pki);
-    if let Some((_, port)) = &globus {
-        servers.push((
-            format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display()),
-            gfs_root.path().to_path_buf(),
-        ));
-    }
+    let both = BothServers::start(&pki, "protected_data_channels_against_both_servers");
+    let servers = &both.servers;
     let local = tempfile::tempdir().unwrap();
     let hist = local.path().join("h.db");
-    for (base, root) in &servers {
+    for (base, root) in servers {
         for level in ["private", "safe"] {
             let dl = local.path().join(format!("dl-{level}.bin"));
             let _ = fs::remove_file(&dl);
@@ -247,4 +263,93 @@ fn protected_data_channels_against_both_servers() {
             same(&root.join(format!("up-{level}.bin")), &dl);
         }
     }
+}
+
+/// `--dcau none` (plain data connections, as globus-url-copy's `-nodcau`) and `--dcau
+/// SUBJECT` (`DCAU S`: the user's own subject here) against both servers, a download and an
+/// upload each; a subject no peer presents fails with the reason and leaves nothing behind; and
+/// `--dcau none` with protected data channels is refused before anything is sent.
+#[test]
+fn data_channel_authentication_modes_against_both_servers() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let both = BothServers::start(&pki, "data_channel_authentication_modes");
+    let servers = &both.servers;
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    for (base, root) in servers {
+        for (i, mode) in ["none", "/O=Grid/OU=haul test/CN=Test User"]
+            .into_iter()
+            .enumerate()
+        {
+            let dl = local.path().join(format!("dl-{i}.bin"));
+            let src = format!("{base}f.bin");
+            let (certs, proxy_path) = (
+                pki.certs().display().to_string(),
+                proxy.display().to_string(),
+            );
+            let out = cp_env(
+                &["--dcau", mode, "-p", "4", &src, dl.to_str().unwrap()],
+                &hist,
+                &[
+                    ("X509_CERT_DIR", certs.as_str()),
+                    ("X509_USER_PROXY", proxy_path.as_str()),
+                    ("HAUL_LOG", "haul_xfer::control=debug"),
+                ],
+            );
+            assert_success(&out, &format!("download --dcau {mode} from {base}"));
+            let sent = if mode == "none" {
+                "> DCAU N".to_string()
+            } else {
+                format!("> DCAU S {mode}")
+            };
+            // Under GSI the log shows each command before it is wrapped.
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(&sent),
+                "{sent} not sent"
+            );
+            same(&dl, &root.join("f.bin"));
+            let dst = format!("{base}up-{i}.bin");
+            let out = cp_as(
+                &pki,
+                &proxy,
+                &["--dcau", mode, "-p", "4", dl.to_str().unwrap(), &dst],
+                &hist,
+            );
+            assert_success(&out, &format!("upload --dcau {mode} to {base}"));
+            same(&root.join(format!("up-{i}.bin")), &dl);
+        }
+        let bogus = local.path().join("bogus.bin");
+        let src = format!("{base}f.bin");
+        let out = cp_as(
+            &pki,
+            &proxy,
+            &["--dcau", "/O=Grid/CN=Nobody", &src, bogus.to_str().unwrap()],
+            &hist,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "a peer of another subject was accepted"
+        );
+        // Whichever side refuses first names the subject it expected.
+        assert!(err.contains("/O=Grid/CN=Nobody"), "{err}");
+        assert!(!bogus.exists());
+    }
+    let out = cp_as(
+        &pki,
+        &proxy,
+        &[
+            "--dcau",
+            "none",
+            "--data-protection",
+            "private",
+            &format!("{}f.bin", servers[0].0),
+            local.path().join("p.bin").to_str().unwrap(),
+        ],
+        &hist,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("needs authenticated data channels"), "{err}");
 }

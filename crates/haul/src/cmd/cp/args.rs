@@ -94,6 +94,12 @@ pub struct Args {
     /// (PROT P, integrity and confidentiality).
     #[arg(long, value_name = "LEVEL", default_value = "clear", value_parser = ["clear", "safe", "private"])]
     pub data_protection: String,
+    /// Authentication of gsiftp:// data channels: self (DCAU A: the peer is your own
+    /// identity, through the proxy the server was delegated; the default), none (DCAU N:
+    /// plain TCP, as globus-url-copy -nodcau) or a subject such as "/O=Grid/CN=Jane Doe"
+    /// (DCAU S: the peer must present it).
+    #[arg(long, value_name = "MODE", default_value = "self")]
+    pub dcau: String,
     /// History database (default: $XDG_DATA_HOME/haul/history.sqlite).
     #[arg(long)]
     pub history: Option<PathBuf>,

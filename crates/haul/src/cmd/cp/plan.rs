@@ -38,12 +38,27 @@ pub(super) fn client_tls(
     if !any(|r| r.gsi) {
         return Ok(tls);
     }
+    use haul_xfer::gsi::Dcau;
     let level = match args.data_protection.as_str() {
         "safe" => haul_xfer::gsi::Protection::Safe,
         "private" => haul_xfer::gsi::Protection::Private,
         _ => haul_xfer::gsi::Protection::Clear,
     };
-    let gsi = haul_xfer::gsi::ClientGsi::from_environment()?.with_protection(level);
+    let dcau = match args.dcau.as_str() {
+        "self" => Dcau::Identity,
+        "none" => Dcau::None,
+        s if s.starts_with('/') => Dcau::Subject(s.to_string()),
+        s => anyhow::bail!("--dcau {s}: expected self, none or a subject (/O=.../CN=...)"),
+    };
+    if dcau == Dcau::None && level != haul_xfer::gsi::Protection::Clear {
+        anyhow::bail!(
+            "--data-protection {} needs authenticated data channels, not --dcau none",
+            args.data_protection
+        );
+    }
+    let gsi = haul_xfer::gsi::ClientGsi::from_environment()?
+        .with_protection(level)
+        .with_dcau(dcau);
     Ok(Some(tls.unwrap_or_default().with_gsi(gsi)))
 }
 
