@@ -168,6 +168,15 @@ fn parse(index: usize, der: &[u8]) -> Result<X509Certificate<'_>, ChainError> {
     }
 }
 
+/// Whether `cert` is a limited proxy (RFC 3820 with Globus's limited policy language, or the
+/// legacy `CN=limited proxy` form): what it signs must be limited too.
+pub(crate) fn is_limited_proxy(cert: &X509Certificate<'_>) -> bool {
+    matches!(
+        proxy_kind(cert, &oneline(cert.issuer())),
+        Ok(Proxy::Yes { limited: true, .. })
+    )
+}
+
 /// Classifies `cert` (issued by `issuer_subject`) and checks the proxy naming rule.
 fn proxy_kind(cert: &X509Certificate<'_>, issuer_subject: &str) -> Result<Proxy, ChainError> {
     let subject = oneline(cert.subject());

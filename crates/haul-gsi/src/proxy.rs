@@ -2,8 +2,9 @@
 //! build chains. The issuer's subject is copied byte for byte and one CN is appended, so the
 //! new subject is exactly the issuer's plus one CN whatever string types the issuer used (a
 //! re-encoding library could not promise that, nor hold the two CNs a proxy's subject has).
-//! The certificate is an impersonation proxy (policy language id-ppl-inheritAll) with a
-//! critical keyUsage of digitalSignature and keyEncipherment, signed with the issuer's key.
+//! The certificate is an impersonation proxy (policy language id-ppl-inheritAll; limited when
+//! its issuer is a limited proxy, as RFC 3820 and Globus require) with a critical keyUsage of
+//! digitalSignature and keyEncipherment, signed with the issuer's key.
 
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::pki_types::PrivateKeyDer;
@@ -62,6 +63,9 @@ pub struct ProxyRequest<'a> {
 /// id-ppl-inheritAll (1.3.6.1.5.5.7.21.1): an impersonation proxy.
 pub const INHERIT_ALL: &[u8] = &[0x2b, 6, 1, 5, 5, 7, 21, 1];
 
+/// Globus's limited-proxy policy language (1.3.6.1.4.1.3536.1.1.1.9).
+pub const LIMITED: &[u8] = &[0x2b, 6, 1, 4, 1, 0x9b, 0x50, 1, 1, 1, 9];
+
 /// Four random bytes made a DER INTEGER's minimal positive content: a first byte of 0x80 or
 /// more would be negative, and a zero first byte before one under 0x80 is padding, which
 /// OpenSSL refuses when it decodes the certificate (Globus then fails the delegation, one
@@ -89,6 +93,12 @@ pub fn make(req: &ProxyRequest<'_>) -> Result<Vec<u8>, ProxyError> {
     );
     let subject = tlv(0x30, &[name.value, &cn_rdn].concat());
     let not_after = req.not_after.min(issuer.validity().not_after.timestamp());
+    // A limited proxy signs only limited proxies (globus-url-copy delegates limited ones).
+    let language = if crate::chain::is_limited_proxy(&issuer) {
+        LIMITED
+    } else {
+        req.language
+    };
 
     let signing = rustls::crypto::ring::default_provider()
         .key_provider
@@ -114,7 +124,7 @@ pub fn make(req: &ProxyRequest<'_>) -> Result<Vec<u8>, ProxyError> {
     let pci = seq(&[
         &tlv(0x06, &[0x2b, 6, 1, 5, 5, 7, 1, 14]),
         &[0x01, 0x01, 0xff],
-        &tlv(0x04, &seq(&[&seq(&[&tlv(0x06, req.language)])])),
+        &tlv(0x04, &seq(&[&seq(&[&tlv(0x06, language)])])),
     ]);
     let key_usage = seq(&[
         &tlv(0x06, &[0x55, 0x1d, 0x0f]),

@@ -29,10 +29,40 @@ fn proxies_of_a_trusted_user_are_the_user() {
 fn a_limited_proxy_is_marked_limited() {
     let ca = Ca::new("Test CA");
     let user = ca.user("Test User", 10);
-    let limited_oid = [0x2b, 6, 1, 4, 1, 0x9b, 0x50, 1, 1, 1, 9];
-    let p = proxy_with(&user, now() - 60, now() + 3600, &limited_oid);
+    let p = proxy_with(&user, now() - 60, now() + 3600, haul_gsi::proxy::LIMITED);
     let peer = verify(&slices(&p), &ca.trust(), now(), DEFAULT_MAX_PROXIES).unwrap();
     assert!(peer.limited);
+}
+
+#[test]
+fn what_a_limited_proxy_signs_is_limited() {
+    let ca = Ca::new("Test CA");
+    let user = ca.user("Test User", 10);
+    let limited = proxy_with(&user, now() - 60, now() + 3600, haul_gsi::proxy::LIMITED);
+    // Asked for an impersonation proxy, as delegation and session proxies ask.
+    for below in [proxy(&limited), limited.session_proxy(3600).unwrap()] {
+        let (_, leaf) = x509_parser::parse_x509_certificate(&below.chain[0]).unwrap();
+        let pci = leaf
+            .extensions()
+            .iter()
+            .find(|e| e.oid.to_id_string() == "1.3.6.1.5.5.7.1.14")
+            .unwrap();
+        assert!(
+            pci.value
+                .windows(haul_gsi::proxy::LIMITED.len())
+                .any(|w| w == haul_gsi::proxy::LIMITED),
+            "a limited proxy signed an unlimited one"
+        );
+        let peer = verify(&slices(&below), &ca.trust(), now(), DEFAULT_MAX_PROXIES).unwrap();
+        assert!(peer.limited);
+    }
+    // And an unlimited proxy still signs unlimited ones.
+    let plain = proxy(&user);
+    let (_, leaf) = x509_parser::parse_x509_certificate(&plain.chain[0]).unwrap();
+    assert!(!leaf.extensions().iter().any(|e| e
+        .value
+        .windows(haul_gsi::proxy::LIMITED.len())
+        .any(|w| w == haul_gsi::proxy::LIMITED)));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! next hop (`origin:2811`) and the path to ask it for (`/data/f`).
 //!
 //! A path is nested when, after any number of leading `/`, it starts (ASCII case-insensitively)
-//! with `ftp://`, `haul://` (TLS) or `gsiftp://` (read as `ftp://`). The URL is parsed with
+//! with `ftp://`, `haul://` (TLS) or `gsiftp://` (GSI, with the client's delegated credential). The URL is parsed with
 //! [`Endpoint::parse`]; its authority is checked first (host name or bracketed IPv6 literal,
 //! port 1–65535), and the whole chain of hops behind it too, up to [`MAX_HOPS`] levels.
 //!
@@ -29,7 +29,7 @@ const MASK: &str = "****";
 /// The schemes that make a path nested, and the scheme [`Endpoint::parse`] is given for each.
 const SCHEMES: [(&str, &str); 3] = [
     ("ftp://", "ftp://"),
-    ("gsiftp://", "ftp://"),
+    ("gsiftp://", "gsiftp://"),
     ("haul://", "haul://"),
 ];
 
@@ -143,7 +143,7 @@ impl NextHop {
     /// The URL as text for logs and replies, passwords at every level of nesting as `****`.
     pub fn redacted(&self) -> String {
         let u = &self.url;
-        let mut out = String::from(if u.tls { "haul://" } else { "ftp://" });
+        let mut out = format!("{}://", u.scheme());
         if let Some(user) = &u.user {
             escape_userinfo(user, &mut out);
         }

@@ -249,6 +249,27 @@ impl Relay {
         hop
     }
 
+    /// GSI on a `gsiftp://` next hop: the relay authenticates there with the credential `user`
+    /// delegated to it (so the next hop sees the user, maps and checks the user), and delegates
+    /// onward in turn. A client that did not log in with GSI, or delegated nothing, is refused.
+    fn act_for(user: &RelayUser, name: &str) -> Result<ClientTls, Reply> {
+        let Some(d) = &user.gsi else {
+            return Err(Reply::new(
+                550,
+                format!("Next hop {name} is gsiftp://: log in to this relay over gsiftp:// and delegate a credential (as globus-url-copy and haul cp do) for it to act for you there."),
+            ));
+        };
+        let gsi =
+            haul_xfer::gsi::ClientGsi::from_credential(d.credential.clone(), d.policy.clone())
+                .map_err(|e| {
+                    Reply::new(
+                        550,
+                        format!("Next hop {name}: the delegated credential: {e}."),
+                    )
+                })?;
+        Ok(ClientTls::default().with_gsi(gsi))
+    }
+
     /// Connects and logs in to `hop` for `user`, where the allow-list lets it.
     fn connect(&self, user: &RelayUser, hop: &NextHop) -> Result<NextHopSession, Reply> {
         let name = hop.url.server(false);
@@ -261,7 +282,12 @@ impl Relay {
             .allow
             .check(&hop.url.host, hop.url.port, &addrs)
             .map_err(|e| Reply::new(550, format!("{e}.")))?;
+        let gsi_tls;
         let tls = match (hop.url.tls, &self.tls) {
+            _ if hop.url.gsi => {
+                gsi_tls = Self::act_for(user, &name)?;
+                Some(&gsi_tls)
+            }
             (false, _) => None,
             (true, Some(t)) => Some(t),
             (true, None) => {

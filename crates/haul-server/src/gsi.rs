@@ -5,7 +5,9 @@
 //! client delegated, or the host credential when it delegated none.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+use rustls::pki_types::PrivatePkcs8KeyDer;
 
 use haul_gsi::tls::acceptor_config;
 use haul_gsi::{Credential, Gridmap, PeerPolicy, TrustStore};
@@ -124,4 +126,86 @@ impl GsiServer {
             protect,
         }
     }
+}
+
+/// RSA-2048 keys for the credentials a relaying server is delegated, made ahead on a thread of
+/// their own. A relay delegates onward with the credential its client delegated to it, and a
+/// Globus server accepting a delegation makes its new key the size of the delegator's: from a
+/// P-256 leaf it tries a 256-bit RSA key and fails the login. So a relay asks its GSI clients
+/// for a proxy with an RSA key. Making one costs tens of milliseconds, so up to [`SPARE_KEYS`]
+/// wait ready, and a login that finds none waits for the next one (at most [`KEY_WAIT`], then
+/// it falls back to P-256 and a Globus next hop will refuse it).
+struct KeyPool {
+    ready: Mutex<Vec<PrivatePkcs8KeyDer<'static>>>,
+    changed: Condvar,
+}
+
+/// Keys kept ready.
+const SPARE_KEYS: usize = 2;
+/// Longest wait for a key.
+const KEY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn key_pool() -> &'static KeyPool {
+    static POOL: OnceLock<&'static KeyPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let pool: &'static KeyPool = Box::leak(Box::new(KeyPool {
+            ready: Mutex::new(Vec::new()),
+            changed: Condvar::new(),
+        }));
+        let made = std::thread::Builder::new()
+            .name("gsi-relay-keys".into())
+            .spawn(move || pool.fill());
+        if let Err(e) = made {
+            tracing::warn!(error = %e, "no thread to make RSA keys for relayed GSI logins");
+        }
+        pool
+    })
+}
+
+impl KeyPool {
+    fn fill(&self) {
+        loop {
+            let key = openssl::rsa::Rsa::generate(2048)
+                .and_then(openssl::pkey::PKey::from_rsa)
+                .and_then(|k| k.private_key_to_pkcs8());
+            let key = match key {
+                Ok(der) => PrivatePkcs8KeyDer::from(der),
+                Err(e) => {
+                    tracing::warn!(error = %e, "making an RSA key for relayed GSI logins");
+                    return;
+                }
+            };
+            let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+            ready.push(key);
+            self.changed.notify_all();
+            while ready.len() >= SPARE_KEYS {
+                ready = self.changed.wait(ready).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+    }
+
+    fn take(&self) -> Option<PrivatePkcs8KeyDer<'static>> {
+        let ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut ready, _) = self
+            .changed
+            .wait_timeout_while(ready, KEY_WAIT, |r| r.is_empty())
+            .unwrap_or_else(|p| p.into_inner());
+        let key = ready.pop();
+        self.changed.notify_all();
+        key
+    }
+}
+
+/// Starts making the RSA keys a relaying server's GSI logins take (see [`KeyPool`]).
+pub fn warm_relay_keys() {
+    key_pool();
+}
+
+/// A key for the credential a GSI client of a relaying server delegates (see [`KeyPool`]).
+pub fn relay_delegation_key() -> Option<PrivatePkcs8KeyDer<'static>> {
+    let key = key_pool().take();
+    if key.is_none() {
+        tracing::warn!("no RSA key ready in time: this login's delegated credential gets a P-256 key, which Globus next hops refuse to delegate from");
+    }
+    key
 }

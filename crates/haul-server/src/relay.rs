@@ -25,6 +25,24 @@ pub struct RelayUser {
     pub may_relay: bool,
     /// The client's address.
     pub peer: std::net::IpAddr,
+    /// Under GSI, the credential the client delegated, with which the relay acts for it on a
+    /// `gsiftp://` next hop, and the server's trust to check that hop with.
+    pub gsi: Option<DelegatedGsi>,
+}
+
+/// A GSI client's delegated credential, lent to the relay for the client's next hops.
+#[derive(Clone)]
+pub struct DelegatedGsi {
+    /// The delegated proxy, the client's chain and the proxy's key.
+    pub credential: haul_gsi::Credential,
+    /// The server's CAs and proxy rules (for the next hop's host certificate).
+    pub policy: haul_gsi::PeerPolicy,
+}
+
+impl Debug for DelegatedGsi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DelegatedGsi { .. }")
+    }
 }
 
 /// One file a relay fetches from its next hop.

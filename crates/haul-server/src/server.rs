@@ -81,6 +81,9 @@ impl Server {
         }
         let vfs = Root::new(&cfg.root).map_err(|e| root_err(e.to_string()))?;
         let live = Live::load(&cfg, None)?;
+        if live.gsi.is_some() && cfg.relay.is_some() {
+            crate::gsi::warm_relay_keys();
+        }
         if cfg.require_tls && live.tls.is_none() {
             return Err(ServerError::Config(
                 "--require-tls needs --tls-cert and --tls-key".into(),

@@ -98,11 +98,17 @@ impl ClientGsi {
         })?;
         let trust = TrustStore::load_dir(cert_dir).map_err(|e| gsi_err(cert_dir, e))?;
         let policy = PeerPolicy::new(trust, haul_gsi::chain::DEFAULT_MAX_PROXIES);
+        Self::from_credential(cred, policy).map_err(|e| gsi_err(proxy, e))
+    }
+
+    /// A credential already held (a relay's: the one its client delegated), checked under
+    /// `policy`, which also checks the servers it connects to.
+    pub fn from_credential(cred: Credential, policy: PeerPolicy) -> Result<ClientGsi, String> {
         let me = policy
             .verify(&cred.chain_slices())
-            .map_err(|e| gsi_err(proxy, format!("the proxy does not verify: {e}")))?;
+            .map_err(|e| format!("the proxy does not verify: {e}"))?;
         let control =
-            haul_gsi::tls::initiator_config(Some(&cred), &policy).map_err(|e| gsi_err(proxy, e))?;
+            haul_gsi::tls::initiator_config(Some(&cred), &policy).map_err(|e| e.to_string())?;
         let session = {
             let (cred, deeper) = (cred.clone(), policy.delegated());
             // A proxy that may not have one beneath it (a path-length limit) is presented itself.

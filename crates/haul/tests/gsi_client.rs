@@ -353,3 +353,85 @@ fn data_channel_authentication_modes_against_both_servers() {
     assert!(!out.status.success());
     assert!(err.contains("needs authenticated data channels"), "{err}");
 }
+
+/// A GSI relay (`haul serve --relay-allow`) acts for the user on a `gsiftp://` next hop with
+/// the credential the client delegated to it: a download and an upload through the relay to
+/// haul serve and to globus-gridftp-server, both requiring GSI, with haul cp (and a download
+/// with globus-url-copy), bytes identical; and a client
+/// that logged in to the relay without GSI is refused the gsiftp:// next hop, with the reason.
+#[test]
+fn a_gsi_relay_acts_for_the_user_on_the_next_hop() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let both = BothServers::start(&pki, "a_gsi_relay_acts_for_the_user");
+    let relay_root = tempfile::tempdir().unwrap();
+    // The account the grid-mapfile gives the user may relay; anonymous users may too, to be
+    // refused the gsiftp:// hop.
+    let users = relay_root.path().join("users");
+    let hash = haul_server::hash_password("unused").unwrap();
+    fs::write(&users, format!("gsiuser:{hash}:rw,relay\n")).unwrap();
+    let relay = serve_gsi_with(
+        &pki,
+        relay_root.path(),
+        &[
+            "--users",
+            users.to_str().unwrap(),
+            "--anonymous",
+            "--relay-anonymous",
+            "--relay-allow",
+            "127.0.0.1",
+        ],
+    );
+    let via = format!("gsiftp://127.0.0.1:{}/", port_of(&relay));
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    for (i, (base, root)) in both.servers.iter().enumerate() {
+        let dl = local.path().join(format!("dl-{i}.bin"));
+        let src = format!("{via}{base}f.bin");
+        let out = cp_as(
+            &pki,
+            &proxy,
+            &["-p", "4", &src, dl.to_str().unwrap()],
+            &hist,
+        );
+        assert_success(&out, &format!("download through the relay from {base}"));
+        same(&dl, &root.join("f.bin"));
+        let dst = format!("{via}{base}relayed-up.bin");
+        let out = cp_as(
+            &pki,
+            &proxy,
+            &["-p", "4", dl.to_str().unwrap(), &dst],
+            &hist,
+        );
+        assert_success(&out, &format!("upload through the relay to {base}"));
+        same(&root.join("relayed-up.bin"), &dl);
+        // globus-url-copy through the relay, with its defaults (it delegates too).
+        if globus_url_copy_bin().is_some() {
+            let g = local.path().join(format!("guc-{i}.bin"));
+            let out = guc(
+                &pki,
+                &proxy,
+                &["-p", "4", &src, &format!("file://{}", g.display())],
+            );
+            assert_success(
+                &out,
+                &format!("globus-url-copy through the relay from {base}"),
+            );
+            same(&g, &root.join("f.bin"));
+        }
+    }
+    let plain = format!(
+        "ftp://127.0.0.1:{}/{}f.bin",
+        port_of(&relay),
+        both.servers[0].0
+    );
+    let dest = local.path().join("refused.bin");
+    let out = cp_as(&pki, &proxy, &[&plain, dest.to_str().unwrap()], &hist);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "an anonymous client used the user's next hop"
+    );
+    assert!(err.contains("delegate a credential"), "{err}");
+    assert!(!dest.exists());
+}

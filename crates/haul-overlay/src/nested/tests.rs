@@ -54,6 +54,18 @@ fn every_prefix_form_is_nested() {
     ] {
         let h = hop(p);
         assert!(!h.url.tls, "{p:?}");
+        // gsiftp:// stays GSI: the relay logs in there with the client's delegated credential.
+        assert_eq!(
+            h.url.gsi,
+            p.to_ascii_lowercase().contains("gsiftp"),
+            "{p:?}"
+        );
+        let scheme = if h.url.gsi { "gsiftp" } else { "ftp" };
+        assert_eq!(
+            h.redacted(),
+            format!("{scheme}://origin:2811/data/f"),
+            "{p:?}"
+        );
         assert_eq!(
             (h.url.host.as_str(), h.url.port, h.url.path.as_str()),
             ("origin", 2811, "/data/f"),
@@ -401,6 +413,7 @@ proptest! {
             prop_assert_eq!(&h.url.host, &g.host);
             prop_assert_eq!(h.url.port, g.port.unwrap_or(2811));
             prop_assert_eq!(h.url.tls, g.scheme == "haul");
+            prop_assert_eq!(h.url.gsi, g.scheme == "gsiftp");
             prop_assert_eq!(&h.url.user, &g.user);
             let pass = g.pass.as_ref().map(|(c, e)| format!("{c}{e}"));
             prop_assert_eq!(&h.url.pass, &pass);

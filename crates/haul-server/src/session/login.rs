@@ -42,6 +42,8 @@ pub(crate) struct GsiState {
     ctx: Option<haul_gsi::Context>,
     /// The client, once authenticated.
     pub(crate) peer: Option<haul_gsi::Peer>,
+    /// The credential it delegated, if it did (for a relay's `gsiftp://` next hops).
+    pub(crate) delegated: Option<haul_gsi::Credential>,
     /// What its data connections present (`DCAU`).
     pub(crate) data: Option<haul_transport::gsi::DataCredential>,
 }
@@ -82,6 +84,12 @@ impl Session<'_> {
                             .map_err(|e| tracing::warn!(error = %e, "GSS context"))
                             .ok()
                     });
+                    // A relay delegates onward what it is delegated: ask for an RSA key.
+                    if let (Some(ctx), Some(_)) = (&mut self.gsi.ctx, &self.shared.cfg.relay) {
+                        if let Some(key) = crate::gsi::relay_delegation_key() {
+                            ctx.delegate_into(key);
+                        }
+                    }
                 }
                 ServerAction::Adat(token) => {
                     let r = self.adat(&token);
@@ -131,9 +139,9 @@ impl Session<'_> {
             return Err(io::Error::other("GSS context missing after 235"));
         };
         self.gsi.peer = ctx.peer().cloned();
-        let delegated = ctx.take_delegated();
-        let did_delegate = delegated.is_some();
-        self.gsi.data = Some(g.data_credential(delegated));
+        self.gsi.delegated = ctx.take_delegated();
+        let did_delegate = self.gsi.delegated.is_some();
+        self.gsi.data = Some(g.data_credential(self.gsi.delegated.clone()));
         if let Some(p) = &self.gsi.peer {
             tracing::info!(peer = %self.peer, subject = %p.subject, identity = %p.identity, delegated = did_delegate, "GSSAPI authenticated");
         }

@@ -14,7 +14,7 @@ use haul_transport::mode_e::Progress;
 use haul_transport::pump::Framing;
 
 use super::Session;
-use crate::relay::{is_nested, FileFetch, FileStore, Hop, PumpGrant, RelayUser};
+use crate::relay::{is_nested, DelegatedGsi, FileFetch, FileStore, Hop, PumpGrant, RelayUser};
 
 /// The path of a command without data that a relay carries out, if it names one.
 fn command_path(cmd: &Command) -> Option<&str> {
@@ -184,6 +184,16 @@ impl Session<'_> {
             anonymous: self.anonymous,
             may_relay: access.is_some_and(|a| a.relay),
             peer: self.peer,
+            gsi: self
+                .gsi
+                .delegated
+                .clone()
+                .zip(self.shared.gsi())
+                .map(|(credential, g)| DelegatedGsi {
+                    credential,
+                    // The delegated chain is one proxy deeper than the client's own.
+                    policy: g.policy.delegated(),
+                }),
         };
         match relay.open(&user, path, self.hop.take()) {
             Ok((hop, inner)) => {

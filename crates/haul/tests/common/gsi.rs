@@ -164,20 +164,28 @@ pub fn pki() -> Option<Pki> {
 
 /// `haul serve` offering GSI with the PKI's files.
 pub fn serve_gsi(pki: &Pki, root: &Path) -> Serve {
+    serve_gsi_with(pki, root, &[])
+}
+
+/// The same with more flags.
+pub fn serve_gsi_with(pki: &Pki, root: &Path, extra: &[&str]) -> Serve {
     let p = |n: &str| pki.path(n).display().to_string();
-    serve(
-        root,
-        &[
-            "--gsi-cert",
-            &p("hostcert.pem"),
-            "--gsi-key",
-            &p("hostkey.pem"),
-            "--gsi-cert-dir",
-            &pki.certs().display().to_string(),
-            "--gridmap",
-            &p("grid-mapfile"),
-        ],
-    )
+    let gsi = [
+        "--gsi-cert".to_string(),
+        p("hostcert.pem"),
+        "--gsi-key".to_string(),
+        p("hostkey.pem"),
+        "--gsi-cert-dir".to_string(),
+        pki.certs().display().to_string(),
+        "--gridmap".to_string(),
+        p("grid-mapfile"),
+    ];
+    let args: Vec<&str> = gsi
+        .iter()
+        .map(String::as_str)
+        .chain(extra.iter().copied())
+        .collect();
+    serve(root, &args)
 }
 
 /// `globus-url-copy` with `args` as the holder of `proxy`.
