@@ -136,7 +136,7 @@ impl Asked {
 
 /// Logs into `url` and asks for its predictions.
 fn ask(url: &RemoteUrl, tls: Option<&ClientTls>) -> Asked {
-    let tls = if url.tls { tls } else { None };
+    let tls = if url.tls || url.gsi { tls } else { None };
     let mut s = match Session::open(url, tls, PasvAddress::ControlPeer) {
         Ok(s) => s,
         Err(e) => return Asked::failed(&crate::redact(&e.to_string())),

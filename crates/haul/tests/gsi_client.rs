@@ -354,6 +354,23 @@ fn data_channel_authentication_modes_against_both_servers() {
     assert!(err.contains("needs authenticated data channels"), "{err}");
 }
 
+/// A GSI relay (`--relay-allow 127.0.0.1`) on an empty root, where the account the
+/// grid-mapfile gives the test user may relay; `extra` flags besides.
+fn gsi_relay(pki: &Pki, extra: &[&str]) -> (Serve, tempfile::TempDir) {
+    let root = tempfile::tempdir().unwrap();
+    let users = root.path().join("users");
+    let hash = haul_server::hash_password("unused").unwrap();
+    fs::write(&users, format!("gsiuser:{hash}:rw,relay\n")).unwrap();
+    let mut args = vec![
+        "--users",
+        users.to_str().unwrap(),
+        "--relay-allow",
+        "127.0.0.1",
+    ];
+    args.extend_from_slice(extra);
+    (serve_gsi_with(pki, root.path(), &args), root)
+}
+
 /// A GSI relay (`haul serve --relay-allow`) acts for the user on a `gsiftp://` next hop with
 /// the credential the client delegated to it: a download and an upload through the relay to
 /// haul serve and to globus-gridftp-server, both requiring GSI, with haul cp (and a download
@@ -364,24 +381,8 @@ fn a_gsi_relay_acts_for_the_user_on_the_next_hop() {
     let Some(pki) = pki() else { return };
     let proxy = proxy(&pki, "user");
     let both = BothServers::start(&pki, "a_gsi_relay_acts_for_the_user");
-    let relay_root = tempfile::tempdir().unwrap();
-    // The account the grid-mapfile gives the user may relay; anonymous users may too, to be
-    // refused the gsiftp:// hop.
-    let users = relay_root.path().join("users");
-    let hash = haul_server::hash_password("unused").unwrap();
-    fs::write(&users, format!("gsiuser:{hash}:rw,relay\n")).unwrap();
-    let relay = serve_gsi_with(
-        &pki,
-        relay_root.path(),
-        &[
-            "--users",
-            users.to_str().unwrap(),
-            "--anonymous",
-            "--relay-anonymous",
-            "--relay-allow",
-            "127.0.0.1",
-        ],
-    );
+    // Anonymous users may relay too, to be refused the gsiftp:// hop.
+    let (relay, _relay_root) = gsi_relay(&pki, &["--anonymous", "--relay-anonymous"]);
     let via = format!("gsiftp://127.0.0.1:{}/", port_of(&relay));
     let local = tempfile::tempdir().unwrap();
     let hist = local.path().join("h.db");
@@ -434,4 +435,66 @@ fn a_gsi_relay_acts_for_the_user_on_the_next_hop() {
     );
     assert!(err.contains("delegate a credential"), "{err}");
     assert!(!dest.exists());
+}
+
+/// `haul route` under GSI: the origin and a relay given as `gsiftp://` URLs are asked for their
+/// predictions with the user's proxy (a server that could not be asked leaves a note), and the
+/// route it prints is taken by `haul cp` through the relay.
+#[test]
+fn haul_route_asks_gsiftp_servers_with_the_users_proxy() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let root = tempfile::tempdir().unwrap();
+    fill(root.path());
+    let origin = serve_gsi(&pki, root.path());
+    let (relay, _relay_root) = gsi_relay(&pki, &[]);
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    let src = format!("gsiftp://127.0.0.1:{}/f.bin", port_of(&origin));
+    let dst = local.path().join("f.bin");
+    let relays = format!("gsiftp://127.0.0.1:{}", port_of(&relay));
+    let certs = pki.certs().display().to_string();
+    let proxy_path = proxy.display().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args([
+            "route",
+            &src,
+            dst.to_str().unwrap(),
+            "--relays",
+            &relays,
+            "--json",
+        ])
+        .arg("--history")
+        .arg(&hist)
+        .env("X509_CERT_DIR", &certs)
+        .env("X509_USER_PROXY", &proxy_path)
+        .output()
+        .unwrap();
+    assert_success(&out, "haul route under GSI");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The test servers keep no history, so each says it has no predictions to share: what
+    // matters is that it was reached and logged in to (not "GSI ..." or "530 ...").
+    let notes = j["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 2, "{j}");
+    for n in notes {
+        assert!(
+            n.as_str().unwrap().contains("no BTC in FEAT"),
+            "a server not asked: {n}"
+        );
+    }
+    let out = cp_as(
+        &pki,
+        &proxy,
+        &[
+            "--route",
+            "auto",
+            "--relays",
+            &relays,
+            &src,
+            dst.to_str().unwrap(),
+        ],
+        &hist,
+    );
+    assert_success(&out, "haul cp --route auto under GSI");
+    same(&dst, &root.path().join("f.bin"));
 }

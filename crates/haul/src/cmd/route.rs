@@ -160,7 +160,7 @@ pub fn plan(
     ca: &Option<PathBuf>,
 ) -> anyhow::Result<Planned> {
     let (s, d) = (Endpoint::parse(src)?, Endpoint::parse(dst)?);
-    let tls = match ca {
+    let mut tls = match ca {
         Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
         None => None,
     };
@@ -176,6 +176,11 @@ pub fn plan(
         }
     }
     servers.extend(relays.iter().map(|u| (u.host_port(), u.clone())));
+    // gsiftp:// servers are asked under GSI, with the user's proxy.
+    if servers.iter().any(|(_, u)| u.gsi) {
+        let gsi = haul_xfer::gsi::ClientGsi::from_environment()?;
+        tls = Some(tls.unwrap_or_default().with_gsi(gsi));
+    }
     let rows = copies(history);
     let gathered = gather(&servers, &local_legs(&rows), tls.as_ref());
     let graph = Graph::new(gathered.legs.clone())?;
