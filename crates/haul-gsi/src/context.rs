@@ -13,7 +13,7 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
-use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig, ServerConnection};
 
 use crate::chain::Peer;
@@ -100,8 +100,6 @@ pub struct Context {
     delegate: Option<Credential>,
     pending: Option<Pending>,
     delegated: Option<Credential>,
-    /// Acceptor: the key a delegated proxy is to carry (else a new P-256 key).
-    delegation_key: Option<PrivatePkcs8KeyDer<'static>>,
     plain: Vec<u8>,
 }
 
@@ -127,7 +125,6 @@ impl Context {
             delegate: None,
             pending: None,
             delegated: None,
-            delegation_key: None,
             plain: Vec::new(),
         }
     }
@@ -146,13 +143,6 @@ impl Context {
             peers,
             ssl_compatible,
         ))
-    }
-
-    /// An acceptor asks for a delegated proxy for `key` (PKCS#8) instead of a new P-256 key:
-    /// a credential that is to be delegated onward to Globus, which makes its own new key the
-    /// size of the delegator's and cannot make a 256-bit RSA key, needs an RSA leaf.
-    pub fn delegate_into(&mut self, key: PrivatePkcs8KeyDer<'static>) {
-        self.delegation_key = Some(key);
     }
 
     /// An initiator and its first token. `delegate`: the credential to sign a delegated proxy
@@ -288,7 +278,7 @@ impl Context {
                     match flag {
                         b'0' => self.state = State::Done,
                         b'D' => {
-                            let (pending, csr) = delegation::request(self.delegation_key.take())?;
+                            let (pending, csr) = delegation::request()?;
                             self.write_plain(&csr)?;
                             self.pending = Some(pending);
                             self.state = State::Cert;

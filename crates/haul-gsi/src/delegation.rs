@@ -3,8 +3,7 @@
 //! certificate for that key with its own credential and sends it back (DER, possibly followed
 //! by more certificates, which are ignored: the chain is the one the handshake presented). The
 //! acceptor then holds a credential that acts as the user: the new proxy, the user's chain and
-//! the new key. The key is ECDSA P-256 (Globus signs whatever key the request carries), or one
-//! the acceptor was given (a relay's RSA key, see [`crate::Context::delegate_into`]).
+//! the new key. The key is ECDSA P-256 (Globus signs whatever key the request carries).
 
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -42,16 +41,10 @@ impl std::fmt::Debug for Pending {
     }
 }
 
-/// Makes a certificate request (DER) for `key` (PKCS#8: RSA with SHA-256 or P-256), or for a
-/// new P-256 key.
-pub fn request(
-    key: Option<PrivatePkcs8KeyDer<'static>>,
-) -> Result<(Pending, Vec<u8>), DelegationError> {
+/// Makes a key and its certificate request (DER).
+pub fn request() -> Result<(Pending, Vec<u8>), DelegationError> {
     let make = |e: rcgen::Error| DelegationError::Make(e.to_string());
-    let key = match key {
-        Some(k) => KeyPair::try_from(&k).map_err(make)?,
-        None => crate::proxy::ec_key().map_err(|e| DelegationError::Make(e.to_string()))?,
-    };
+    let key = crate::proxy::ec_key().map_err(|e| DelegationError::Make(e.to_string()))?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, "proxy");

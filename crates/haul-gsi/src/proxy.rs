@@ -185,11 +185,32 @@ impl crate::cred::Credential {
     /// presents on its data connections, where each handshake signs with the leaf's key: one
     /// RSA signature here instead of one per connection.
     pub fn session_proxy(&self, lifetime: i64) -> Result<crate::cred::Credential, ProxyError> {
+        self.proxy_for(ec_key()?, lifetime)
+    }
+
+    /// A proxy of this credential for `key` (PKCS#8: RSA or P-256), valid for `lifetime`
+    /// seconds (cut to this credential's own end). A relay presents one with an RSA key to a
+    /// Globus next hop, which makes the key of a credential delegated to it the size of the
+    /// delegator's and cannot make a 256-bit RSA key from a P-256 leaf.
+    pub fn proxy_with_key(
+        &self,
+        key: rustls::pki_types::PrivatePkcs8KeyDer<'static>,
+        lifetime: i64,
+    ) -> Result<crate::cred::Credential, ProxyError> {
+        let key = rcgen::KeyPair::try_from(&key)
+            .map_err(|e| ProxyError::Input(format!("the new proxy's key: {e}")))?;
+        self.proxy_for(key, lifetime)
+    }
+
+    fn proxy_for(
+        &self,
+        key: rcgen::KeyPair,
+        lifetime: i64,
+    ) -> Result<crate::cred::Credential, ProxyError> {
         let issuer = self
             .chain
             .first()
             .ok_or_else(|| ProxyError::Input("empty credential".into()))?;
-        let key = ec_key()?;
         let now = crate::chain::unix_now();
         let cert = make(&ProxyRequest {
             issuer,

@@ -250,8 +250,8 @@ impl Relay {
     }
 
     /// GSI on a `gsiftp://` next hop: the relay authenticates there with the credential `user`
-    /// delegated to it (so the next hop sees the user, maps and checks the user), and delegates
-    /// onward in turn. A client that did not log in with GSI, or delegated nothing, is refused.
+    /// delegated to it, through a proxy of it with an RSA key (so the next hop sees the user,
+    /// maps and checks the user), and delegates onward in turn. A client that did not log in with GSI, or delegated nothing, is refused.
     fn act_for(user: &RelayUser, name: &str) -> Result<ClientTls, Reply> {
         let Some(d) = &user.gsi else {
             return Err(Reply::new(
@@ -259,14 +259,26 @@ impl Relay {
                 format!("Next hop {name} is gsiftp://: log in to this relay over gsiftp:// and delegate a credential (as globus-url-copy and haul cp do) for it to act for you there."),
             ));
         };
-        let gsi =
-            haul_xfer::gsi::ClientGsi::from_credential(d.credential.clone(), d.policy.clone())
-                .map_err(|e| {
-                    Reply::new(
-                        550,
-                        format!("Next hop {name}: the delegated credential: {e}."),
-                    )
-                })?;
+        // Presented through a proxy with an RSA key: a Globus next hop cannot accept a
+        // delegation from the delegated credential's P-256 key (haul_server::gsi::relay_key).
+        let cred = match haul_server::gsi::relay_key() {
+            Some(key) => d
+                .credential
+                .proxy_with_key(key, RELAY_PROXY_SECS)
+                .map_err(|e| Reply::new(451, format!("Next hop {name}: {e}.")))?,
+            None => {
+                tracing::warn!(next_hop = %name, "no RSA key ready: presenting the delegated credential itself, which a Globus next hop cannot delegate from");
+                d.credential.clone()
+            }
+        };
+        let gsi = haul_xfer::gsi::ClientGsi::from_credential(cred, d.policy.delegated()).map_err(
+            |e| {
+                Reply::new(
+                    550,
+                    format!("Next hop {name}: the delegated credential: {e}."),
+                )
+            },
+        )?;
         Ok(ClientTls::default().with_gsi(gsi))
     }
 
@@ -326,6 +338,10 @@ impl Relay {
         ))
     }
 }
+
+/// How long the proxy a relay presents to a `gsiftp://` next hop is valid (cut to the
+/// delegated credential's own end).
+const RELAY_PROXY_SECS: i64 = 12 * 3600;
 
 impl RelayHook for Relay {
     fn anonymous_may_relay(&self) -> bool {

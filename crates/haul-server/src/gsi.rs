@@ -128,13 +128,13 @@ impl GsiServer {
     }
 }
 
-/// RSA-2048 keys for the credentials a relaying server is delegated, made ahead on a thread of
-/// their own. A relay delegates onward with the credential its client delegated to it, and a
-/// Globus server accepting a delegation makes its new key the size of the delegator's: from a
-/// P-256 leaf it tries a 256-bit RSA key and fails the login. So a relay asks its GSI clients
-/// for a proxy with an RSA key. Making one costs tens of milliseconds, so up to [`SPARE_KEYS`]
-/// wait ready, and a login that finds none waits for the next one (at most [`KEY_WAIT`], then
-/// it falls back to P-256 and a Globus next hop will refuse it).
+/// RSA-2048 keys for the proxies a relay presents to its `gsiftp://` next hops, made ahead on a
+/// thread of their own. A relay acts for its client with the credential the client delegated,
+/// whose key is P-256, and delegates onward; a Globus server accepting a delegation makes its
+/// new key the size of the delegator's, and from a P-256 leaf tries a 256-bit RSA key and fails
+/// the login. So the relay presents a proxy of the delegated credential with an RSA key. Making
+/// one costs tens of milliseconds, so up to [`SPARE_KEYS`] wait ready, and a relay that finds
+/// none waits for the next one (at most [`KEY_WAIT`]).
 struct KeyPool {
     ready: Mutex<Vec<PrivatePkcs8KeyDer<'static>>>,
     changed: Condvar,
@@ -196,16 +196,25 @@ impl KeyPool {
     }
 }
 
-/// Starts making the RSA keys a relaying server's GSI logins take (see [`KeyPool`]).
+/// Starts making the RSA keys a relay's `gsiftp://` next hops take (see [`KeyPool`]).
 pub fn warm_relay_keys() {
     key_pool();
 }
 
-/// A key for the credential a GSI client of a relaying server delegates (see [`KeyPool`]).
-pub fn relay_delegation_key() -> Option<PrivatePkcs8KeyDer<'static>> {
-    let key = key_pool().take();
-    if key.is_none() {
-        tracing::warn!("no RSA key ready in time: this login's delegated credential gets a P-256 key, which Globus next hops refuse to delegate from");
+/// An RSA key for the proxy a relay presents to a `gsiftp://` next hop (see [`KeyPool`]).
+pub fn relay_key() -> Option<PrivatePkcs8KeyDer<'static>> {
+    key_pool().take()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn relay_keys_are_rsa_2048_and_keep_coming() {
+        for _ in 0..3 {
+            let key = super::relay_key().expect("a key within the wait");
+            let k = openssl::pkey::PKey::private_key_from_pkcs8(key.secret_pkcs8_der()).unwrap();
+            assert_eq!((k.id(), k.bits()), (openssl::pkey::Id::RSA, 2048));
+            rcgen::KeyPair::try_from(&key).expect("rcgen signs with it");
+        }
     }
-    key
 }

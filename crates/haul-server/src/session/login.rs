@@ -84,12 +84,6 @@ impl Session<'_> {
                             .map_err(|e| tracing::warn!(error = %e, "GSS context"))
                             .ok()
                     });
-                    // A relay delegates onward what it is delegated: ask for an RSA key.
-                    if let (Some(ctx), Some(_)) = (&mut self.gsi.ctx, &self.shared.cfg.relay) {
-                        if let Some(key) = crate::gsi::relay_delegation_key() {
-                            ctx.delegate_into(key);
-                        }
-                    }
                 }
                 ServerAction::Adat(token) => {
                     let r = self.adat(&token);
