@@ -437,7 +437,8 @@ fn a_gsi_relay_acts_for_the_user_on_the_next_hop() {
     assert!(!dest.exists());
 }
 
-/// `haul route` under GSI: the origin and a relay given as `gsiftp://` URLs are asked for their
+/// `haul route` under GSI: the origin and a relay (given as `host:port`, read as `gsiftp://`
+/// since the endpoints are) are asked for their
 /// predictions with the user's proxy (a server that could not be asked leaves a note), and the
 /// route it prints is taken by `haul cp` through the relay.
 #[test]
@@ -452,7 +453,8 @@ fn haul_route_asks_gsiftp_servers_with_the_users_proxy() {
     let hist = local.path().join("h.db");
     let src = format!("gsiftp://127.0.0.1:{}/f.bin", port_of(&origin));
     let dst = local.path().join("f.bin");
-    let relays = format!("gsiftp://127.0.0.1:{}", port_of(&relay));
+    // A bare host:port: the gsiftp:// endpoints make it gsiftp://.
+    let relays = format!("127.0.0.1:{}", port_of(&relay));
     let certs = pki.certs().display().to_string();
     let proxy_path = proxy.display().to_string();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_haul"))

@@ -64,12 +64,27 @@ pub struct Planned {
     pub discounts: BTreeMap<HostId, f64>,
 }
 
-/// A relay as given: `host:port` or a URL.
-pub fn relay_url(s: &str) -> anyhow::Result<RemoteUrl> {
+/// Relays as given: `host:port` or URLs. A bare `host:port` takes the scheme a copy between
+/// `src` and `dst` needs: `gsiftp://` when either end is (a relay acts for the user on a
+/// `gsiftp://` hop only when the user logged in to it with GSI), else `ftp://`.
+pub fn relay_urls<'a>(
+    relays: impl IntoIterator<Item = &'a str>,
+    src: &str,
+    dst: &str,
+) -> anyhow::Result<Vec<RemoteUrl>> {
+    let gsi = [src, dst]
+        .iter()
+        .any(|e| matches!(Endpoint::parse(e), Ok(Endpoint::Remote(u)) if u.gsi));
+    let scheme = if gsi { "gsiftp" } else { "ftp" };
+    relays.into_iter().map(|r| relay_url(r, scheme)).collect()
+}
+
+/// A relay as given: `host:port` (read with `scheme`) or a URL.
+fn relay_url(s: &str, scheme: &str) -> anyhow::Result<RemoteUrl> {
     let text = if s.contains("://") {
         s.to_string()
     } else {
-        format!("ftp://{s}/")
+        format!("{scheme}://{s}/")
     };
     match Endpoint::parse(&text)? {
         Endpoint::Remote(u) => Ok(u),
@@ -164,11 +179,7 @@ pub fn plan(
         Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
         None => None,
     };
-    let relays: Vec<RemoteUrl> = a
-        .relays
-        .iter()
-        .map(|r| relay_url(r))
-        .collect::<Result<_, _>>()?;
+    let relays = relay_urls(a.relays.iter().map(String::as_str), src, dst)?;
     let mut servers: Vec<(HostId, RemoteUrl)> = Vec::new();
     for e in [&s, &d] {
         if let Endpoint::Remote(u) = e {
@@ -253,8 +264,7 @@ pub fn for_cp(
             Ok((p.src, p.dst, Some(p.route)))
         }
         list => {
-            let relays: Vec<RemoteUrl> =
-                list.split(',').map(relay_url).collect::<Result<_, _>>()?;
+            let relays = relay_urls(list.split(','), src, dst)?;
             let refs: Vec<&RemoteUrl> = relays.iter().collect();
             let (s, d) = through(src, dst, &refs)?;
             Ok((s, d, None))
@@ -348,4 +358,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(out, "note:  {n}")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relay_urls;
+
+    #[test]
+    fn a_bare_relay_takes_gsiftp_when_either_end_is_gsiftp() {
+        let given = ["r1:2811", "ftp://r2:2812", "haul://r3:2813"];
+        for (src, dst, gsi) in [
+            ("gsiftp://a:2811/f", "/tmp/f", true),
+            ("/tmp/f", "gsiftp://a:2811/f", true),
+            ("ftp://a:2811/f", "/tmp/f", false),
+            ("haul://a:2811/f", "/tmp/f", false),
+        ] {
+            let r = relay_urls(given, src, dst).unwrap();
+            assert_eq!(r[0].gsi, gsi, "{src} -> {dst}");
+            assert_eq!((r[0].host.as_str(), r[0].port), ("r1", 2811));
+            // Relays given as URLs keep their own scheme.
+            assert!(!r[1].gsi && !r[1].tls);
+            assert!(r[2].tls);
+        }
+        assert!(relay_urls(["/tmp/local"], "ftp://a/f", "/tmp/f").is_err());
+    }
 }

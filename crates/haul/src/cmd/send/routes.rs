@@ -20,7 +20,7 @@ use haul_xfer::{Endpoint, RemoteUrl};
 use super::facts::{predicted, Found};
 use super::RequestArgs;
 use crate::cmd::human_rate;
-use crate::cmd::route::{relay_url, through};
+use crate::cmd::route::{relay_urls, through};
 
 /// An operator's price list (`--services`).
 #[derive(Debug, Default, serde::Deserialize)]
@@ -138,11 +138,7 @@ pub fn discover(
         bps: b,
         source: format!("prediction: direct leg ({})", human_rate(b)),
     });
-    let relays: Vec<RemoteUrl> = choice
-        .relays
-        .iter()
-        .map(|r| relay_url(r))
-        .collect::<Result<_, _>>()?;
+    let relays = relay_urls(choice.relays.iter().map(String::as_str), &req.src, &req.dst)?;
     // Each relay alone, and the chooser's chain when it is longer.
     let mut chains: Vec<Vec<&RemoteUrl>> = relays.iter().map(|r| vec![r]).collect();
     let picked = p.route.relays().to_vec();
