@@ -500,3 +500,79 @@ fn haul_route_asks_gsiftp_servers_with_the_users_proxy() {
     assert_success(&out, "haul cp --route auto under GSI");
     same(&dst, &root.path().join("f.bin"));
 }
+
+/// A server that completes the GSI login (delegation and all) and then breaks the protected
+/// control channel: a reply in clear, a `632` whose token is not base64, a `632` whose token
+/// is no record of the context, and an endless reply line. Each ends `haul cp` with an error
+/// that says what was wrong, well before any timeout, and nothing is written.
+#[test]
+fn a_server_that_breaks_the_protected_channel_is_a_clear_error() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let host =
+        haul_gsi::Credential::load(&pki.path("hostcert.pem"), &pki.path("hostkey.pem")).unwrap();
+    let trust = haul_gsi::TrustStore::load_dir(&pki.certs()).unwrap();
+    let policy = haul_gsi::PeerPolicy::new(trust, haul_gsi::chain::DEFAULT_MAX_PROXIES);
+    let cfg = haul_gsi::tls::acceptor_config(&host, &policy).unwrap();
+    let long = format!("632 {}", "A".repeat(1 << 20));
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    let certs = pki.certs().display().to_string();
+    let proxy_path = proxy.display().to_string();
+    for (bad, expect) in [
+        ("230 User logged in.", "unprotected reply"),
+        ("632 !!!not base64!!!", "bad security token"),
+        ("632 AAAAAAAAAAAAAAAA", "GSI"),
+        (long.as_str(), "longer than"),
+    ] {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (cfg, policy, reply) = (cfg.clone(), policy.clone(), bad.to_string());
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            let mut line = String::new();
+            w.write_all(b"220 a server about to misbehave\r\n").unwrap();
+            r.read_line(&mut line).unwrap();
+            assert_eq!(line.trim_end(), "AUTH GSSAPI");
+            w.write_all(b"334 ADAT must follow.\r\n").unwrap();
+            let mut ctx = haul_gsi::Context::accept(cfg, policy, false).unwrap();
+            loop {
+                line.clear();
+                r.read_line(&mut line).unwrap();
+                let token = line.trim_end().strip_prefix("ADAT ").expect("an ADAT");
+                let step = ctx.step(&haul_gsi::ftp::decode(token).unwrap()).unwrap();
+                let t = haul_gsi::ftp::encode(&step.token);
+                if step.done {
+                    w.write_all(format!("235 ADAT={t}\r\n").as_bytes()).unwrap();
+                    break;
+                }
+                w.write_all(format!("335 ADAT={t}\r\n").as_bytes()).unwrap();
+            }
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            assert!(line.starts_with("ENC "), "{line}");
+            let _ = w.write_all(format!("{reply}\r\n").as_bytes());
+            // Stays open: the client must stop on the line itself, not on a close.
+            std::thread::sleep(std::time::Duration::from_secs(15));
+        });
+        let dest = local.path().join("never.bin");
+        let url = format!("gsiftp://127.0.0.1:{port}/f.bin");
+        let out = cp_within_env(
+            &[&url, dest.to_str().unwrap()],
+            &hist,
+            std::time::Duration::from_secs(10),
+            &[
+                ("X509_CERT_DIR", certs.as_str()),
+                ("X509_USER_PROXY", proxy_path.as_str()),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad:.40}: accepted");
+        assert!(err.contains(expect), "{bad:.40}: {err}");
+        assert!(!dest.exists());
+        drop(server);
+    }
+}

@@ -99,11 +99,22 @@ pub fn cp_env(args: &[&str], history: &Path, env: &[(&str, &str)]) -> Output {
 /// [`cp`] that must end within `limit`: a run still going then is killed and the test fails,
 /// so a client that loops forever on hostile input cannot hang the suite.
 pub fn cp_within(args: &[&str], history: &Path, limit: std::time::Duration) -> Output {
+    cp_within_env(args, history, limit, &[])
+}
+
+/// [`cp_within`] with these environment variables set.
+pub fn cp_within_env(
+    args: &[&str],
+    history: &Path,
+    limit: std::time::Duration,
+    env: &[(&str, &str)],
+) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_haul"))
         .arg("cp")
         .args(args)
         .arg("--history")
         .arg(history)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
