@@ -150,37 +150,28 @@ fn haul_cp_gsiftp_against_haul_serve() {
 fn third_party_between_haul_serve_and_globus_by_haul_cp() {
     let Some(pki) = pki() else { return };
     let proxy = proxy(&pki, "user");
-    let haul_root = tempfile::tempdir().unwrap();
-    let gfs_root = tempfile::tempdir().unwrap();
-    share_tree(gfs_root.path()).unwrap();
-    let data = random_bytes(3 << 20, 9);
-    fs::write(haul_root.path().join("src.bin"), &data).unwrap();
-    let Some((_g, port)) =
-        globus_gsi_as_nobody("third_party_between_haul_serve_and_globus_by_haul_cp", &pki)
-    else {
+    let test = "third_party_between_haul_serve_and_globus_by_haul_cp";
+    let Some(p) = GsiPair::start(&pki, test, 3 << 20, 9) else {
         return;
     };
-    let s = serve_gsi(&pki, haul_root.path());
-    let haul = |rel: &str| format!("gsiftp://127.0.0.1:{}/{rel}", port_of(&s));
-    let theirs = format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display());
+    let (haul, theirs) = (&p.haul_base, &p.globus_base);
     let local = tempfile::tempdir().unwrap();
     let hist = local.path().join("h.db");
     let out = cp_as(
         &pki,
         &proxy,
-        &[&haul("src.bin"), &format!("{theirs}a.bin")],
+        &[&format!("{haul}src.bin"), &format!("{theirs}a.bin")],
         &hist,
     );
     assert_success(&out, "haul serve -> Globus");
     let out = cp_as(
         &pki,
         &proxy,
-        &[&format!("{theirs}a.bin"), &haul("back.bin")],
+        &[&format!("{theirs}a.bin"), &format!("{haul}back.bin")],
         &hist,
     );
     assert_success(&out, "Globus -> haul serve");
-    assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
-    assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
+    p.assert_round_trip();
 }
 
 #[test]

@@ -142,35 +142,29 @@ fn refused_clients_move_nothing() {
 fn third_party_with_globus_gridftp_server_under_gsi() {
     let Some(pki) = pki() else { return };
     let proxy = proxy(&pki, "user");
-    let haul_root = tempfile::tempdir().unwrap();
-    let gfs_root = tempfile::tempdir().unwrap();
-    share_tree(gfs_root.path()).unwrap();
-    let data = random_bytes(3 << 20, 7);
-    fs::write(haul_root.path().join("src.bin"), &data).unwrap();
-    let Some((g, port)) =
-        globus_gsi_as_nobody("third_party_with_globus_gridftp_server_under_gsi", &pki)
-    else {
+    let test = "third_party_with_globus_gridftp_server_under_gsi";
+    let Some(p) = GsiPair::start(&pki, test, 3 << 20, 7) else {
         return;
     };
-    let s = serve_gsi(&pki, haul_root.path());
-    let haul = |rel: &str| format!("gsiftp://127.0.0.1:{}/{rel}", port_of(&s));
-    let theirs = format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display());
-    let out = guc(&pki, &proxy, &[&haul("src.bin"), &format!("{theirs}a.bin")]);
+    let (haul, theirs) = (&p.haul_base, &p.globus_base);
+    let out = guc(
+        &pki,
+        &proxy,
+        &[&format!("{haul}src.bin"), &format!("{theirs}a.bin")],
+    );
     let r1 = out.status.success();
     let out2 = guc(
         &pki,
         &proxy,
-        &[&format!("{theirs}a.bin"), &haul("back.bin")],
+        &[&format!("{theirs}a.bin"), &format!("{haul}back.bin")],
     );
-    drop(g);
     assert!(
         r1,
         "haul -> Globus: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_success(&out2, "Globus -> haul");
-    assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
-    assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
+    p.assert_round_trip();
 }
 
 /// gfal2 (the library FTS and Rucio move data through) over `gsiftp://`: stat, listing,
@@ -236,17 +230,11 @@ fn gfal2_third_party_over_gsiftp_with_globus() {
         return;
     };
     let Some(pki) = pki() else { return };
-    let Some((g, port)) = globus_gsi_as_nobody("gfal2_third_party_over_gsiftp_with_globus", &pki)
-    else {
+    let test = "gfal2_third_party_over_gsiftp_with_globus";
+    let Some(pair) = GsiPair::start(&pki, test, 5 << 20, 13) else {
         return;
     };
     let proxy = proxy(&pki, "user");
-    let haul_root = tempfile::tempdir().unwrap();
-    let gfs_root = tempfile::tempdir().unwrap();
-    share_tree(gfs_root.path()).unwrap();
-    let data = random_bytes(5 << 20, 13);
-    fs::write(haul_root.path().join("src.bin"), &data).unwrap();
-    let s = serve_gsi(&pki, haul_root.path());
     let script = format!(
         r#"
 import gfal2
@@ -256,14 +244,14 @@ p.overwrite = True
 p.nbstreams = 4
 p.timeout = 60
 p.set_checksum(gfal2.checksum_mode.both, "ADLER32", "")
-haul = "gsiftp://127.0.0.1:{haul_port}/"
-theirs = "gsiftp://127.0.0.1:{port}{gfs}/"
+haul = "{haul}"
+theirs = "{theirs}"
 ctx.filecopy(p, haul + "src.bin", theirs + "a.bin")
 ctx.filecopy(p, theirs + "a.bin", haul + "back.bin")
 print("ok")
 "#,
-        haul_port = port_of(&s),
-        gfs = gfs_root.path().display(),
+        haul = pair.haul_base,
+        theirs = pair.globus_base,
     );
     let out = Command::new(py)
         .args(["-c", &script])
@@ -271,8 +259,6 @@ print("ok")
         .env("X509_USER_PROXY", &proxy)
         .output()
         .unwrap();
-    drop(g);
     assert_success(&out, "gfal2 third-party over gsiftp");
-    assert_eq!(fs::read(gfs_root.path().join("a.bin")).unwrap(), data);
-    assert_eq!(fs::read(haul_root.path().join("back.bin")).unwrap(), data);
+    pair.assert_round_trip();
 }

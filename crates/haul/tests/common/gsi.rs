@@ -526,3 +526,59 @@ pub fn map_users(pki: &Pki, users: &[(&str, &str)]) {
         .collect();
     fs::write(pki.path("grid-mapfile"), lines).unwrap();
 }
+
+/// Third-party copies under GSI between haul serve, over a root holding `src.bin`, and
+/// globus-gridftp-server (users mapped to nobody) over an empty shared root.
+pub struct GsiPair {
+    /// haul serve.
+    pub haul: Serve,
+    /// globus-gridftp-server; dropping it stops the server.
+    pub globus: Killed,
+    /// haul serve's root.
+    pub haul_root: tempfile::TempDir,
+    /// Globus's root.
+    pub gfs_root: tempfile::TempDir,
+    /// What `src.bin` holds.
+    pub data: Vec<u8>,
+    /// `gsiftp://127.0.0.1:P/`, haul serve's root.
+    pub haul_base: String,
+    /// `gsiftp://127.0.0.1:P<root>/`, Globus's root.
+    pub globus_base: String,
+}
+
+impl GsiPair {
+    /// Both servers, `src.bin` being `len` bytes from `seed`; None where Globus cannot run
+    /// for `test` (the reason is printed).
+    pub fn start(pki: &Pki, test: &str, len: usize, seed: u64) -> Option<GsiPair> {
+        let haul_root = tempfile::tempdir().unwrap();
+        let gfs_root = tempfile::tempdir().unwrap();
+        share_tree(gfs_root.path()).unwrap();
+        let data = random_bytes(len, seed);
+        fs::write(haul_root.path().join("src.bin"), &data).unwrap();
+        let (globus, port) = globus_gsi_as_nobody(test, pki)?;
+        let haul = serve_gsi(pki, haul_root.path());
+        let haul_base = format!("gsiftp://127.0.0.1:{}/", port_of(&haul));
+        let globus_base = format!("gsiftp://127.0.0.1:{port}{}/", gfs_root.path().display());
+        Some(GsiPair {
+            haul,
+            globus,
+            haul_root,
+            gfs_root,
+            data,
+            haul_base,
+            globus_base,
+        })
+    }
+
+    /// Both copies arrived whole: `a.bin` on Globus, `back.bin` on haul serve.
+    pub fn assert_round_trip(&self) {
+        assert_eq!(
+            fs::read(self.gfs_root.path().join("a.bin")).unwrap(),
+            self.data
+        );
+        assert_eq!(
+            fs::read(self.haul_root.path().join("back.bin")).unwrap(),
+            self.data
+        );
+    }
+}
