@@ -73,6 +73,17 @@ pub enum ProtLevel {
     Private,
 }
 
+/// Data-channel authentication (GFD.020 `DCAU`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dcau {
+    /// `N`: none.
+    None,
+    /// `A`: the peer must present the session's own identity (the default under GSI).
+    SelfId,
+    /// `S`: the peer must present this subject.
+    Subject(String),
+}
+
 /// The REST argument: a byte offset (stream mode) or a restart-marker range list (MODE E).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restart {

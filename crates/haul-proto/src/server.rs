@@ -16,14 +16,15 @@ mod peers;
 mod session;
 mod transfers;
 
+pub use crate::command::Dcau;
 pub use login::{
     AdatReply, Login, LoginConfig, ServerAction, Verdict, GREETING, MAX_LOGIN_FAILURES,
 };
 pub use peers::Peers;
 pub use session::{is_data_command, Session};
 pub use transfers::{
-    DataConfig, Dcau, ListKind, Outcome, Passive, Transfer, TransferOp, Transfers, WriteKind,
-    MAX_SBUF, MIN_SBUF,
+    DataConfig, ListKind, Outcome, Passive, Transfer, TransferOp, Transfers, WriteKind, MAX_SBUF,
+    MIN_SBUF,
 };
 
 #[cfg(test)]

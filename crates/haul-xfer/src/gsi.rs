@@ -19,6 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use haul_gsi::{ftp, Context, Credential, PeerPolicy, TrustStore};
+pub use haul_proto::command::Dcau;
 use haul_transport::gsi::{DataCredential, DataGsi, Expect};
 use haul_transport::{Cutter, DataStream};
 
@@ -40,19 +41,6 @@ pub enum Protection {
     Safe,
     /// `PROT P`: TLS records, integrity and confidentiality.
     Private,
-}
-
-/// Who the peer of a `gsiftp://` data connection must be (`DCAU`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Dcau {
-    /// `DCAU A`: the user's own identity, which the server presents through the proxy it was
-    /// delegated (Globus's default; nothing is sent).
-    #[default]
-    Identity,
-    /// `DCAU N`: none; data connections are plain TCP (globus-url-copy's `-nodcau`).
-    None,
-    /// `DCAU S <subject>`: this subject.
-    Subject(String),
 }
 
 /// A user's GSI credential and trust, loaded once per command.
@@ -128,7 +116,7 @@ impl ClientGsi {
         };
         Ok(ClientGsi {
             protection: Protection::Clear,
-            dcau: Dcau::Identity,
+            dcau: Dcau::SelfId,
             cred,
             policy,
             control,
@@ -157,7 +145,7 @@ impl ClientGsi {
     /// The `DCAU` command a session sends after its login, if not the default `A`.
     pub fn dcau_command(&self) -> Option<haul_proto::Command> {
         match &self.dcau {
-            Dcau::Identity => None,
+            Dcau::SelfId => None,
             Dcau::None => Some(haul_proto::Command::Dcau("N".into())),
             Dcau::Subject(s) => Some(haul_proto::Command::Dcau(format!("S {s}"))),
         }

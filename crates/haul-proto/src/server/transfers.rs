@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::{Peers, ServerAction};
-use crate::command::{Restart, TransferMode};
+use crate::command::{Dcau, Restart, TransferMode};
 use crate::hostport::format_port;
 use crate::{Command, Reply};
 
@@ -136,17 +136,6 @@ enum Wait {
         opened: bool,
         aborts: u32,
     },
-}
-
-/// Data-channel authentication (GFD.020 `DCAU`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dcau {
-    /// `N`: none.
-    None,
-    /// `A`: the peer must present the session's own identity (the default under GSI).
-    SelfId,
-    /// `S`: the peer must present this subject.
-    Subject(String),
 }
 
 /// The data-transfer machine of one session.

@@ -45,7 +45,7 @@ pub(super) fn client_tls(
         _ => haul_xfer::gsi::Protection::Clear,
     };
     let dcau = match args.dcau.as_str() {
-        "self" => Dcau::Identity,
+        "self" => Dcau::SelfId,
         "none" => Dcau::None,
         s if s.starts_with('/') => Dcau::Subject(s.to_string()),
         s => anyhow::bail!("--dcau {s}: expected self, none or a subject (/O=.../CN=...)"),
