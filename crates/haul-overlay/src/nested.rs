@@ -2,9 +2,10 @@
 //! next hop (`origin:2811`) and the path to ask it for (`/data/f`).
 //!
 //! A path is nested when, after any number of leading `/`, it starts (ASCII case-insensitively)
-//! with `ftp://`, `haul://` (TLS) or `gsiftp://` (GSI, with the client's delegated credential). The URL is parsed with
-//! [`Endpoint::parse`]; its authority is checked first (host name or bracketed IPv6 literal,
-//! port 1–65535), and the whole chain of hops behind it too, up to [`MAX_HOPS`] levels.
+//! with `ftp://`, `haul://` (TLS) or `gsiftp://` (GSI, with the client's delegated
+//! credential). The URL is parsed with [`Endpoint::parse`]; its authority is checked first
+//! (host name or bracketed IPv6 literal, port 1–65535), and the whole chain of hops behind it
+//! too, up to [`MAX_HOPS`] levels.
 //!
 //! Escapes: each level's user and password are percent-decoded once, by the hop that uses them.
 //! When the next hop's path is itself a nested URL it is passed on verbatim (so the next relay

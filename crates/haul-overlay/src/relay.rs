@@ -251,7 +251,8 @@ impl Relay {
 
     /// GSI on a `gsiftp://` next hop: the relay authenticates there with the credential `user`
     /// delegated to it, through a proxy of it with an RSA key (so the next hop sees the user,
-    /// maps and checks the user), and delegates onward in turn. A client that did not log in with GSI, or delegated nothing, is refused.
+    /// maps and checks the user), and delegates onward in turn. A client that did not log in
+    /// with GSI, or delegated nothing, is refused.
     fn act_for(user: &RelayUser, name: &str) -> Result<ClientTls, Reply> {
         let Some(d) = &user.gsi else {
             return Err(Reply::new(

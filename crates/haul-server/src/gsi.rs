@@ -5,7 +5,7 @@
 //! client delegated, or the host credential when it delegated none.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, Once};
 
 use rustls::pki_types::PrivatePkcs8KeyDer;
 
@@ -145,21 +145,22 @@ const SPARE_KEYS: usize = 2;
 /// Longest wait for a key.
 const KEY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The pool, its filling thread started on first use.
 fn key_pool() -> &'static KeyPool {
-    static POOL: OnceLock<&'static KeyPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let pool: &'static KeyPool = Box::leak(Box::new(KeyPool {
-            ready: Mutex::new(Vec::new()),
-            changed: Condvar::new(),
-        }));
+    static POOL: KeyPool = KeyPool {
+        ready: Mutex::new(Vec::new()),
+        changed: Condvar::new(),
+    };
+    static FILLER: Once = Once::new();
+    FILLER.call_once(|| {
         let made = std::thread::Builder::new()
             .name("gsi-relay-keys".into())
-            .spawn(move || pool.fill());
+            .spawn(|| POOL.fill());
         if let Err(e) = made {
-            tracing::warn!(error = %e, "no thread to make RSA keys for relayed GSI logins");
+            tracing::warn!(error = %e, "no thread to make RSA keys for relayed gsiftp:// hops");
         }
-        pool
-    })
+    });
+    &POOL
 }
 
 impl KeyPool {
@@ -171,7 +172,7 @@ impl KeyPool {
             let key = match key {
                 Ok(der) => PrivatePkcs8KeyDer::from(der),
                 Err(e) => {
-                    tracing::warn!(error = %e, "making an RSA key for relayed GSI logins");
+                    tracing::warn!(error = %e, "making an RSA key for relayed gsiftp:// hops");
                     return;
                 }
             };
