@@ -206,3 +206,144 @@ fn unknown_id_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no transfer with id 999"));
 }
+
+/// A pair's copies at `bps` each, a minute apart, from `from`.
+fn series(store: &mut Store, src_host: &str, from: f64, rates: &[f64]) {
+    for (i, &bps) in rates.iter().enumerate() {
+        let mut r = record(src_host, from + 60.0 * i as f64, Outcome::Ok);
+        r.bytes = (bps * r.duration_s / 8.0) as u64;
+        store.insert(&r).expect("insert");
+    }
+}
+
+#[test]
+fn predict_shows_each_pairs_prediction_and_replay_scores_the_predictors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("h.sqlite");
+    let mut store = Store::open(&db).expect("open");
+    // dtn1: steady at 800 Mb/s; dtn2: 100 Mb/s with a spike every third copy.
+    series(&mut store, "dtn1:2811", 1_700_000_000.0, &[8e8; 6]);
+    let spiky: Vec<f64> = (0..9).map(|i| if i % 3 == 2 { 1e9 } else { 1e8 }).collect();
+    series(&mut store, "dtn2:2811", 1_700_000_000.0, &spiky);
+    // Left out: a failed copy and a small one.
+    store
+        .insert(&record("dtn1:2811", 1_700_001_000.0, Outcome::Failed))
+        .expect("insert");
+    let mut small = record("dtn1:2811", 1_700_001_100.0, Outcome::Ok);
+    small.bytes = 1000;
+    store.insert(&small).expect("insert");
+    drop(store);
+    let db = db.to_str().expect("utf-8 path");
+
+    let now = json(&haul(&["history", "predict", "--history", db, "--json"]));
+    let pairs = now["pairs"].as_array().expect("pairs");
+    assert_eq!(pairs.len(), 2, "{now}");
+    let dtn1 = &pairs[0];
+    assert_eq!(dtn1["pair"], "dtn1:2811 → local");
+    assert_eq!(dtn1["bps"].as_f64(), Some(8e8));
+    assert_eq!(dtn1["recent_error_pct"].as_f64(), Some(0.0));
+    assert_eq!(now["corpus"]["used"], 15);
+    assert_eq!(now["corpus"]["not_ok"], 1);
+    assert_eq!(now["corpus"]["small"], 1);
+    // The spikes make the median the pair's best predictor: it predicts the common 100 Mb/s.
+    assert_eq!(pairs[1]["predictor"], "median(5)", "{now}");
+    assert_eq!(pairs[1]["bps"].as_f64(), Some(1e8));
+
+    let rep = json(&haul(&[
+        "history",
+        "predict",
+        "--history",
+        db,
+        "--replay",
+        "--json",
+    ]));
+    let preds = rep["predictors"].as_array().expect("predictors");
+    let names: Vec<&str> = preds
+        .iter()
+        .map(|p| p["predictor"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["median(5)", "mavg(5)", "ewma(0.3)", "selector"]);
+    // 5 + 8 predicted steps, each by every predictor.
+    assert!(preds.iter().all(|p| p["steps"] == 13), "{rep}");
+    let median = |i: usize| preds[i]["median"].as_f64().expect("median");
+    assert!(
+        median(0) < median(1),
+        "median beats the average on spikes: {rep}"
+    );
+    assert!(
+        median(3) <= median(1),
+        "the selector is no worse than the average: {rep}"
+    );
+
+    let table = haul(&[
+        "history",
+        "predict",
+        "--history",
+        db,
+        "--replay",
+        "--per-pair",
+    ]);
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("2 pairs replayed"), "{text}");
+    assert!(
+        text.contains("MEDIAN ERR") && text.contains("dtn2:2811 → local"),
+        "{text}"
+    );
+}
+
+#[test]
+fn predict_pools_databases_and_keeps_their_pairs_apart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    series(
+        &mut Store::open(&a).expect("open"),
+        "dtn1:2811",
+        1.7e9,
+        &[8e8; 3],
+    );
+    series(
+        &mut Store::open(&b).expect("open"),
+        "dtn1:2811",
+        1.7e9,
+        &[2e8; 3],
+    );
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = json(&haul(&[
+        "history",
+        "predict",
+        "--history",
+        a,
+        "--history",
+        b,
+        "--json",
+    ]));
+    let pairs: Vec<(String, f64)> = out["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .map(|p| {
+            (
+                p["pair"].as_str().unwrap().to_owned(),
+                p["bps"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("a: dtn1:2811 → local".to_owned(), 8e8),
+            ("b: dtn1:2811 → local".to_owned(), 2e8)
+        ]
+    );
+    let missing = dir.path().join("none.sqlite");
+    let out = json(&haul(&[
+        "history",
+        "predict",
+        "--history",
+        missing.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(out["pairs"].as_array().map(Vec::len), Some(0));
+    assert!(!missing.exists(), "reading must not create the database");
+}

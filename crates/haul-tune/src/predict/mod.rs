@@ -10,6 +10,7 @@
 //! [valid](Measurement::is_valid) (a non-finite time or rate, a negative rate) are skipped by
 //! every predictor; [`validate_history`] names them for callers that want to reject them instead.
 
+pub mod accuracy;
 mod selector;
 
 use std::fmt;

@@ -1,10 +1,13 @@
 //! `haul history`: list, filter and show the recorded transfers (table or `--json`), and
-//! `haul history replay`: replay the early-stopping estimators on the recorded traces.
+//! `haul history replay`: replay the early-stopping estimators on the recorded traces, and
+//! `haul history predict`: each pair's throughput prediction and the predictors' accuracy.
 
+mod predict;
 mod replay;
 
 use anyhow::Context;
 use haul_store::{Filter, Outcome, Store, TransferRecord};
+use predict::PredictArgs;
 use replay::ReplayArgs;
 use std::io::Write;
 use std::path::PathBuf;
@@ -46,12 +49,17 @@ pub struct Args {
 enum Action {
     /// Replay the early-stopping estimators on the recorded per-interval throughput traces.
     Replay(ReplayArgs),
+    /// Each host pair's throughput prediction and its recent error; with --replay, every
+    /// predictor's accuracy on the recorded history.
+    Predict(PredictArgs),
 }
 
 /// Runs `haul history`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(Action::Replay(r)) = args.action {
-        return replay::run(r);
+    match args.action {
+        Some(Action::Replay(r)) => return replay::run(r),
+        Some(Action::Predict(p)) => return predict::run(p),
+        None => {}
     }
     let path = args.history.clone().unwrap_or_else(Store::default_path);
     // A missing database is an empty history; listing never creates one.
@@ -193,10 +201,10 @@ fn write_table(out: &mut impl Write, records: &[TransferRecord]) -> std::io::Res
         "RATE",
         "OUTCOME",
     ];
-    let rows: Vec<[String; 8]> = records
+    let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            [
+            vec![
                 r.id.map(|i| i.to_string()).unwrap_or_default(),
                 format_utc(r.started_at),
                 r.kind.clone(),
@@ -208,19 +216,30 @@ fn write_table(out: &mut impl Write, records: &[TransferRecord]) -> std::io::Res
             ]
         })
         .collect();
-    let mut widths = header.map(|h| h.chars().count());
-    for row in &rows {
+    let right_aligned = [true, false, false, false, true, true, true, false];
+    write_aligned(out, &header, &rows, &right_aligned)
+}
+
+/// Prints `rows` under `header` in columns as wide as their widest cell, two spaces apart,
+/// right-aligned where `right` says so.
+fn write_aligned(
+    out: &mut impl Write,
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[bool],
+) -> std::io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let right_aligned = [true, false, false, false, true, true, true, false];
-    let line = |cells: &[String]| {
+    let line = |cells: Vec<&str>| {
         let parts: Vec<String> = cells
             .iter()
-            .zip(widths)
-            .zip(right_aligned)
-            .map(|((c, w), right)| {
+            .zip(&widths)
+            .zip(right)
+            .map(|((c, &w), &right)| {
                 if right {
                     format!("{c:>w$}")
                 } else {
@@ -230,9 +249,9 @@ fn write_table(out: &mut impl Write, records: &[TransferRecord]) -> std::io::Res
             .collect();
         parts.join("  ").trim_end().to_owned()
     };
-    writeln!(out, "{}", line(&header.map(String::from)))?;
-    for row in &rows {
-        writeln!(out, "{}", line(row))?;
+    writeln!(out, "{}", line(header.to_vec()))?;
+    for row in rows {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
     }
     Ok(())
 }

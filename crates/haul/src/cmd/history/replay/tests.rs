@@ -12,7 +12,7 @@ fn replay_args(extra: &[&str]) -> ReplayArgs {
     let argv = ["haul-history", "replay"].iter().chain(extra).copied();
     match Cli::try_parse_from(argv).expect("parses").args.action {
         Some(Action::Replay(r)) => r,
-        None => panic!("no replay"),
+        other => panic!("not a replay: {other:?}"),
     }
 }
 
