@@ -53,22 +53,8 @@ fn send_probes_a_configured_relay_through_itself_and_the_next_send_reads_the_his
         .collect();
     fs::write(root.join("f.bin"), &body).unwrap();
     let origin = serve(&root, &["--anonymous"]);
-    let relay = serve(
-        &dir.path().join("root"),
-        &[
-            "--anonymous",
-            "--relay-allow",
-            "127.0.0.1",
-            "--relay-anonymous",
-        ],
-    );
-    let config = dir.path().join("config");
-    fs::create_dir_all(config.join("haul")).unwrap();
-    fs::write(
-        config.join("haul/services.toml"),
-        format!("[[relay]]\naddress = \"{}\"\ncost = 0\n", relay.addr),
-    )
-    .unwrap();
+    let relay = relay_for_loopback(&dir.path().join("root"));
+    let config = services_config(dir.path(), &relay.addr);
     let hist = dir.path().join("h.sqlite");
     let src = format!("ftp://{}/f.bin", origin.addr);
     let via = format!("via {}", relay.addr);
@@ -115,15 +101,7 @@ fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_
     let body = random_bytes(len, 11);
     fs::write(root.join("f.bin"), &body).unwrap();
     let origin = serve(&root, &["--anonymous"]);
-    let relay = serve(
-        &root,
-        &[
-            "--anonymous",
-            "--relay-allow",
-            "127.0.0.1",
-            "--relay-anonymous",
-        ],
-    );
+    let relay = relay_for_loopback(&root);
     let config = dir.path().join("config");
     let hist = dir.path().join("h.sqlite");
     let a = dir.path().join("a.bin");

@@ -80,6 +80,17 @@ impl Ctx<'_> {
     pub(crate) fn opts(&self) -> &Options {
         &self.s.opts
     }
+
+    /// Whether the data comes or goes through a relay (a nested URL on either end).
+    #[cfg(feature = "failpoints")]
+    pub(crate) fn relayed(&self) -> bool {
+        let hops = |u: &crate::url::RemoteUrl| u.route().len() > 1;
+        match &self.s.route {
+            Route::Download(u) | Route::Upload(u) => hops(u),
+            Route::ThirdParty(a, b) => hops(a) || hops(b),
+        }
+    }
+
     pub(crate) fn next_batch(&self, idx: usize) -> Option<Vec<(Job, u32)>> {
         let b = take_batch(self.s, idx)?;
         // A session dying with a batch in hand: the engine must name its files as not moved.

@@ -50,11 +50,20 @@ impl Sink for Shifted {
 fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
     #[allow(unused_mut)]
     let mut rate = ctx.opts().max_rate;
-    // Tests slow TCP downloads alone (bytes per second) to make `haul send` re-plan.
+    // Tests slow TCP downloads alone (bytes per second) to make `haul send` re-plan, or only
+    // those that come straight from their server (or only those through a relay) to make it
+    // re-route.
     #[cfg(feature = "failpoints")]
     if ctx.opts().transport == Transport::Tcp {
-        if let Some(r) = crate::failpoint::number("xfer::tcp_sink_rate") {
-            rate = Some(r);
+        let route = if ctx.relayed() {
+            "xfer::relayed_tcp_sink_rate"
+        } else {
+            "xfer::direct_tcp_sink_rate"
+        };
+        for name in ["xfer::tcp_sink_rate", route] {
+            if let Some(r) = crate::failpoint::number(name) {
+                rate = Some(r);
+            }
         }
     }
     match rate {

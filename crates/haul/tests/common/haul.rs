@@ -54,6 +54,31 @@ pub fn serve(root: &Path, extra: &[&str]) -> Serve {
     Serve { child, addr }
 }
 
+/// `haul serve --anonymous` over `root` that relays for loopback clients anonymously.
+pub fn relay_for_loopback(root: &Path) -> Serve {
+    serve(
+        root,
+        &[
+            "--anonymous",
+            "--relay-allow",
+            "127.0.0.1",
+            "--relay-anonymous",
+        ],
+    )
+}
+
+/// An `XDG_CONFIG_HOME` under `dir` whose `haul/services.toml` prices `relay` at 0.
+pub fn services_config(dir: &Path, relay: &str) -> std::path::PathBuf {
+    let config = dir.join("config");
+    std::fs::create_dir_all(config.join("haul")).unwrap();
+    std::fs::write(
+        config.join("haul/services.toml"),
+        format!("[[relay]]\naddress = \"{relay}\"\ncost = 0\n"),
+    )
+    .unwrap();
+    config
+}
+
 /// Starts `cmd`, a haul server, and reads the address from its first line, `PREFIX ADDR`.
 pub fn listening(mut cmd: Command, prefix: &str) -> (Child, String) {
     let mut child = cmd
