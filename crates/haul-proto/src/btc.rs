@@ -1,6 +1,16 @@
 //! Throughput predictions a server shares with `SITE BTC` (haul extension, docs/protocol.md):
 //! one line per peer it has served lately, which a client reads from servers it does not
-//! control to choose a route (002 §2.3–2.4).
+//! control to choose a route (002 §2.3–2.4); and what an aggregating registry caches of many
+//! servers' lines (`SITE BTC ALL`, [`RegistryReply`]).
+
+use std::net::SocketAddr;
+
+/// How long a prediction is shared, in seconds: one whose newest measurement is older expires,
+/// at the server that made it and at a registry that caches it.
+pub const MAX_AGE_S: f64 = 7.0 * 24.0 * 3600.0;
+
+/// The longest server name a registry line may carry (a DNS name, brackets, a port).
+pub const MAX_SERVER_NAME: usize = 262;
 
 /// Which way data went, seen from the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +61,119 @@ impl Shared {
             }
         }
         s
+    }
+}
+
+/// One server a registry polled: the `server=…;addr=…;relay=…;polled=…;` line of
+/// `SITE BTC ALL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolledServer {
+    /// The server, `host:port` as the registry's list names it.
+    pub server: String,
+    /// The address the registry reached it at.
+    pub addr: Option<SocketAddr>,
+    /// It relays nested URLs.
+    pub relays: bool,
+    /// Seconds since the poll its predictions come from.
+    pub polled_s: f64,
+}
+
+/// One prediction a registry caches, with the server that made it: the
+/// `server=…;peer=…;dir=…;…` line of `SITE BTC ALL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    /// The server that made it, as in its [`PolledServer`] line.
+    pub server: String,
+    /// The prediction, its age grown by the time it spent in the cache.
+    pub prediction: PeerPrediction,
+}
+
+/// What a `211` reply to `SITE BTC ALL` says: the servers a registry polled and their
+/// predictions. Lines that are neither are skipped, so the format can grow.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistryReply {
+    /// One per server whose last poll answered.
+    pub servers: Vec<PolledServer>,
+    /// Their predictions.
+    pub reported: Vec<Reported>,
+}
+
+/// A server name fit for a registry line: printable ASCII without spaces, bounded.
+fn server_name(v: &str) -> Option<String> {
+    let v = v.trim();
+    let ok = !v.is_empty()
+        && v.len() <= MAX_SERVER_NAME
+        && v.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b';' && b != b'=');
+    ok.then(|| v.to_string())
+}
+
+/// The value of `key` in a `k=v;k=v;` line (the first one), trimmed.
+fn value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split(';')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+}
+
+impl PolledServer {
+    /// The line for `SITE BTC ALL`.
+    pub fn line(&self) -> String {
+        let addr = self.addr.map(|a| format!("addr={a};")).unwrap_or_default();
+        let relay = if self.relays { "yes" } else { "no" };
+        format!(
+            "server={};{addr}relay={relay};polled={:.0};",
+            self.server, self.polled_s
+        )
+    }
+
+    /// Reads a server line back; None if it is not one.
+    pub fn parse(line: &str) -> Option<PolledServer> {
+        if value(line, "peer").is_some() {
+            return None;
+        }
+        let addr = match value(line, "addr") {
+            Some(a) => Some(a.parse().ok()?),
+            None => None,
+        };
+        let polled_s: f64 = value(line, "polled")?.parse().ok()?;
+        (polled_s.is_finite() && polled_s >= 0.0).then_some(())?;
+        Some(PolledServer {
+            server: server_name(value(line, "server")?)?,
+            addr,
+            relays: value(line, "relay") == Some("yes"),
+            polled_s,
+        })
+    }
+}
+
+impl Reported {
+    /// The line for `SITE BTC ALL`.
+    pub fn line(&self) -> String {
+        format!("server={};{}", self.server, self.prediction.line())
+    }
+
+    /// Reads a prediction line back; None if it is not one.
+    pub fn parse(line: &str) -> Option<Reported> {
+        Some(Reported {
+            server: server_name(value(line, "server")?)?,
+            prediction: PeerPrediction::parse(line)?,
+        })
+    }
+}
+
+impl RegistryReply {
+    /// Reads a `211` reply to `SITE BTC ALL`.
+    pub fn parse(r: &crate::Reply) -> RegistryReply {
+        let mut out = RegistryReply::default();
+        for l in &r.lines {
+            if let Some(p) = Reported::parse(l) {
+                out.reported.push(p);
+            } else if let Some(s) = PolledServer::parse(l) {
+                out.servers.push(s);
+            }
+        }
+        out
     }
 }
 
@@ -127,6 +250,54 @@ mod tests {
             "peer=a;dir=up;bps=1",
         ] {
             assert_eq!(PeerPrediction::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn registry_lines_read_back_and_name_both_ends() {
+        let server = PolledServer {
+            server: "origin.example.org:2811".into(),
+            addr: Some("10.0.0.9:2811".parse().unwrap()),
+            relays: true,
+            polled_s: 12.0,
+        };
+        assert_eq!(
+            server.line(),
+            "server=origin.example.org:2811;addr=10.0.0.9:2811;relay=yes;polled=12;"
+        );
+        let reported = Reported {
+            server: "[fd00::1]:2811".into(),
+            prediction: PeerPrediction {
+                peer: "10.0.0.2".into(),
+                direction: Direction::Sent,
+                bps: 1e8,
+                predictor: "ewma(0.3)".into(),
+                age_s: 70.0,
+                samples: 3,
+            },
+        };
+        let reply = crate::Reply::multi(
+            211,
+            vec![
+                "BTC registry".into(),
+                format!(" {}", server.line()),
+                format!(" {};future=1;", reported.line()),
+                " server=a:1;peer=x;bps=nan;".into(),
+                " server=has space:1;polled=1;".into(),
+                " relay=no;".into(),
+                "End.".into(),
+            ],
+        );
+        let r = RegistryReply::parse(&reply);
+        assert_eq!(r.servers, vec![server]);
+        assert_eq!(r.reported, vec![reported]);
+        for bad in [
+            "server=a:1;addr=nowhere;polled=1;",
+            "server=a:1;polled=-1;",
+            "server=;polled=1;",
+            "addr=1.2.3.4:5;polled=1;",
+        ] {
+            assert_eq!(PolledServer::parse(bad), None, "{bad}");
         }
     }
 }

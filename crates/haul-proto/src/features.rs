@@ -23,6 +23,8 @@ pub struct Features {
     pub relay: bool,
     /// The server shares its throughput predictions with `SITE BTC` (`BTC`).
     pub btc: bool,
+    /// The server aggregates other servers' predictions and answers `SITE BTC ALL` (`BTCREG`).
+    pub btc_registry: bool,
 }
 
 impl Features {
@@ -43,6 +45,7 @@ impl Features {
                 "DTOK" => f.dtok = true,
                 "RELAY" => f.relay = true,
                 "BTC" => f.btc = true,
+                "BTCREG" => f.btc_registry = true,
                 "CKSM" => {
                     f.cksm = rest
                         .split([';', ','])
@@ -79,6 +82,7 @@ mod tests {
                 " DTOK".into(),
                 " RELAY".into(),
                 " BTC".into(),
+                " BTCREG".into(),
                 " AUTH TLS".into(),
                 " CKSM MD5:10;adler32:1,crc32c".into(),
                 " MODE E".into(),
@@ -86,7 +90,7 @@ mod tests {
             ],
         );
         let f = Features::parse(&r);
-        assert!(f.haul && f.plut && f.dtok && f.relay && f.btc && f.auth_tls);
+        assert!(f.haul && f.plut && f.dtok && f.relay && f.btc && f.btc_registry && f.auth_tls);
         assert!(!f.plut_start, "PLUT 1 alone takes no starting rate");
         let r = Reply::multi(211, vec!["x".into(), " PLUT 1;START".into(), "End.".into()]);
         let g = Features::parse(&r);

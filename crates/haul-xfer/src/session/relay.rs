@@ -279,15 +279,32 @@ impl Session {
 
     /// The server's shared throughput predictions (`SITE BTC`), or None when it offers none.
     pub fn btc(&mut self) -> Result<Option<haul_proto::btc::Shared>, XferError> {
-        if !self.ctl.features.btc {
+        let r = self.site_211(self.ctl.features.btc, "BTC")?;
+        Ok(r.as_ref().map(haul_proto::btc::Shared::parse))
+    }
+
+    /// What an aggregating registry caches of other servers' predictions (`SITE BTC ALL`), or
+    /// None when the server is no registry (no `BTCREG` in FEAT).
+    pub fn btc_all(&mut self) -> Result<Option<haul_proto::btc::RegistryReply>, XferError> {
+        let r = self.site_211(self.ctl.features.btc_registry, "BTC ALL")?;
+        Ok(r.as_ref().map(haul_proto::btc::RegistryReply::parse))
+    }
+
+    /// `SITE <what>`'s 211 reply when the server offers it (`offered`, from its FEAT).
+    fn site_211(
+        &mut self,
+        offered: bool,
+        what: &str,
+    ) -> Result<Option<haul_proto::Reply>, XferError> {
+        if !offered {
             return Ok(None);
         }
-        let cmd = Command::Site("BTC".into());
+        let cmd = Command::Site(what.into());
         let r = self.command(&cmd)?;
         if r.code != 211 {
             return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
         }
-        Ok(Some(haul_proto::btc::Shared::parse(&r)))
+        Ok(Some(r))
     }
 
     /// Sends one command without data and returns its final reply, whatever it says (a relay
