@@ -12,8 +12,9 @@ use haul_server::journal::{Direction, PeerPrediction, Predictions};
 use haul_store::{Filter, Outcome, Store};
 use haul_tune::predict::{Measurement, Selector};
 
-/// Measurements older than this are not shared.
-pub const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Measurements older than this are not shared (`haul_proto::btc::MAX_AGE_S`, which a
+/// registry's cache applies too).
+pub const MAX_AGE: Duration = Duration::from_secs(haul_proto::btc::MAX_AGE_S as u64);
 
 /// Answers are recomputed at most this often.
 const REFRESH: Duration = Duration::from_secs(10);
@@ -87,8 +88,14 @@ impl Predictions for HistoryPredictions {
     fn current(&self) -> Vec<PeerPrediction> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, v)) = cache.as_ref() {
-            if at.elapsed() < REFRESH {
-                return v.clone();
+            let held = at.elapsed();
+            if held < REFRESH {
+                // Their ages as of now, not of when they were computed.
+                let aged = |p: &PeerPrediction| PeerPrediction {
+                    age_s: p.age_s + held.as_secs_f64(),
+                    ..p.clone()
+                };
+                return v.iter().map(aged).collect();
             }
         }
         let v = self.compute().unwrap_or_else(|e| {
