@@ -54,6 +54,22 @@ pub struct Credential {
     pub pass: String,
 }
 
+impl Credential {
+    /// Gives `url`, when it names no user, the first of `creds` for its host and port.
+    pub fn fill(creds: &[Credential], url: &mut haul_xfer::RemoteUrl) {
+        if url.user.is_some() {
+            return;
+        }
+        if let Some(c) = creds
+            .iter()
+            .find(|c| c.host.eq_ignore_ascii_case(&url.host) && c.port == url.port)
+        {
+            url.user = Some(c.user.clone());
+            url.pass = Some(c.pass.clone());
+        }
+    }
+}
+
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -235,17 +251,7 @@ impl Relay {
     /// The next hop's URL with the credentials to use there: the nested URL's, else the
     /// configuration's for that host and port, else anonymous.
     fn with_credentials(&self, mut hop: NextHop) -> NextHop {
-        if hop.url.user.is_none() {
-            if let Some(c) = self
-                .cfg
-                .credentials
-                .iter()
-                .find(|c| c.host.eq_ignore_ascii_case(&hop.url.host) && c.port == hop.url.port)
-            {
-                hop.url.user = Some(c.user.clone());
-                hop.url.pass = Some(c.pass.clone());
-            }
-        }
+        Credential::fill(&self.cfg.credentials, &mut hop.url);
         hop
     }
 

@@ -54,6 +54,9 @@ pub struct ServerConfig {
     pub journal: Option<std::sync::Arc<dyn crate::journal::TransferLog>>,
     /// The throughput predictions it shares with `SITE BTC` (none: the command is refused).
     pub predictions: Option<std::sync::Arc<dyn crate::journal::Predictions>>,
+    /// The other servers' predictions it caches and shares with `SITE BTC ALL` (none: that
+    /// request is refused and FEAT has no `BTCREG`).
+    pub registry: Option<std::sync::Arc<dyn crate::journal::Aggregated>>,
     /// The depth and size bounds of one `MLSR` listing.
     pub mlsr_limits: crate::listing::TreeLimits,
     /// Ports passive data listeners (TCP, UDT and PLUT) are bound in, inclusive, for a
@@ -88,6 +91,7 @@ impl ServerConfig {
             relay: None,
             journal: None,
             predictions: None,
+            registry: None,
             mlsr_limits: Default::default(),
             data_ports: None,
             reloaders: Vec::new(),

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::SystemTime;
 
-pub use haul_proto::btc::{Direction, PeerPrediction};
+pub use haul_proto::btc::{Direction, PeerPrediction, RegistryReply};
 
 /// One transfer a server served.
 #[derive(Debug, Clone)]
@@ -90,4 +90,11 @@ impl TransferLog for Tee {
 pub trait Predictions: Send + Sync + std::fmt::Debug {
     /// The current predictions for every peer with fresh enough measurements.
     fn current(&self) -> Vec<PeerPrediction>;
+}
+
+/// Where an aggregating registry's cached predictions come from (`haul serve
+/// --registry-gather`: what it polls from other servers), shared with `SITE BTC ALL`.
+pub trait Aggregated: Send + Sync + std::fmt::Debug {
+    /// Every server whose last poll answered and its predictions, aged to now.
+    fn snapshot(&self) -> RegistryReply;
 }

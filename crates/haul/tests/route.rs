@@ -5,113 +5,22 @@
 //! seeded with served transfers at known rates.
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use common::haul::*;
 use haul_store::{Outcome, Params, Store, TransferRecord};
 
-/// Seeds `db` with three transfers served to `peer` at `mbit` Mbit/s, the newest a minute ago.
-fn seed(db: &Path, server: &str, peer: &str, mbit: f64) {
-    let mut store = Store::open(db).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    for k in 0..3 {
-        let bytes = 64u64 << 20;
-        let duration_s = bytes as f64 * 8.0 / (mbit * 1e6);
-        store
-            .insert(&TransferRecord {
-                id: None,
-                kind: "serve".into(),
-                started_at: now - 60.0 - 600.0 * k as f64 - duration_s,
-                duration_s,
-                source: "/f.bin".into(),
-                destination: peer.into(),
-                source_host: server.into(),
-                destination_host: peer.into(),
-                params: Params::default(),
-                files: 1,
-                bytes,
-                outcome: Outcome::Ok,
-                error: None,
-                samples: Vec::new(),
-            })
-            .unwrap();
-    }
-}
-
-/// `haul serve` on `ip` with a history at `db`.
-fn serve_on(ip: &str, root: &Path, db: &Path, extra: &[&str]) -> (std::process::Child, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_haul"));
-    cmd.args([
-        "serve",
-        "--listen",
-        &format!("{ip}:0"),
-        "--anonymous",
-        "--root",
-    ])
-    .arg(root)
-    .arg("--history")
-    .arg(db)
-    .args(extra);
-    listening(cmd, "haul serve: listening on ")
-}
-
-struct Kill(std::process::Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
-    let (o, r, local) = (dirs(), dirs(), dirs());
-    let (odb, rdb) = (local.path().join("o.sqlite"), local.path().join("r.sqlite"));
+    let local = dirs();
     let data = random_bytes(3 << 20, 12);
-    std::fs::write(o.path().join("f.bin"), &data).unwrap();
-    // Before the servers start: their addresses are known up front (ports are not needed in
-    // the seeded records, which name peers by address).
-    seed(&odb, "127.0.0.2:2811", "127.0.0.1", 10.0);
-    seed(&odb, "127.0.0.2:2811", "127.0.0.3", 200.0);
-    seed(&rdb, "127.0.0.3:2811", "127.0.0.1", 150.0);
-    let (oc, oaddr) = serve_on("127.0.0.2", o.path(), &odb, &[]);
-    let _o = Kill(oc);
-    let (rc, raddr) = serve_on(
-        "127.0.0.3",
-        r.path(),
-        &rdb,
-        &["--relay-allow", "127.0.0.2", "--relay-anonymous"],
-    );
-    let _r = Kill(rc);
+    let chain = Chain::start(&data);
+    let (oaddr, raddr) = (chain.origin.addr.clone(), chain.relay.addr.clone());
     let hist = local.path().join("client.sqlite");
     let src = format!("ftp://{oaddr}/f.bin");
     let dst = local.path().join("f.bin");
+    let dst_path = dst.to_str().unwrap();
     let route = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_haul"))
-            .args([
-                "route",
-                &src,
-                dst.to_str().unwrap(),
-                "--json",
-                "--relays",
-                &raddr,
-            ])
-            .args(extra)
-            .arg("--history")
-            .arg(&hist)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        let args = [&[src.as_str(), dst_path, "--relays", &raddr], extra].concat();
+        route_json(&args, &hist).0
     };
     let j = route(&[]);
     assert_eq!(

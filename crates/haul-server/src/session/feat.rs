@@ -66,6 +66,9 @@ impl Session<'_> {
         if self.shared.cfg.predictions.is_some() {
             feats.push("BTC".to_string());
         }
+        if self.shared.cfg.registry.is_some() {
+            feats.push("BTCREG".to_string());
+        }
         if self.shared.tls().is_some() {
             feats.extend([
                 "AUTH TLS".to_string(),
@@ -128,7 +131,12 @@ impl Session<'_> {
             "CLIENTINFO" => self.ctl.reply(250, "OK."),
             "SETNETSTACK" => self.cmd_setnetstack(rest.trim()),
             "RELAY" => self.cmd_relay(rest.trim()),
-            "BTC" => self.cmd_btc(),
+            "BTC" if rest.trim().is_empty() => self.cmd_btc(),
+            "BTC" if rest.trim().eq_ignore_ascii_case("ALL") => self.cmd_btc_all(),
+            "BTC" => self.ctl.reply(
+                501,
+                format!("SITE BTC {}: expected no argument or ALL.", rest.trim()),
+            ),
             _ => self.ctl.reply(500, format!("SITE {sub} not understood.")),
         }
     }
@@ -168,6 +176,24 @@ impl Session<'_> {
             "no"
         };
         lines.push(format!(" relay={relays};"));
+        lines.push("End.".to_string());
+        self.ctl.send(&Reply::multi(211, lines))
+    }
+
+    /// `SITE BTC ALL`: every prediction this server, an aggregating registry, holds of the
+    /// servers it polls, each line naming the server that made it and its peer, with one line
+    /// per server that answered its last poll (haul extension, docs/protocol.md).
+    fn cmd_btc_all(&mut self) -> io::Result<()> {
+        let Some(r) = self.shared.cfg.registry.clone() else {
+            return self.ctl.reply(
+                504,
+                "SITE BTC ALL: this server is not a registry (--registry-gather).",
+            );
+        };
+        let snap = r.snapshot();
+        let mut lines = vec!["BTC registry".to_string()];
+        lines.extend(snap.servers.iter().map(|s| format!(" {}", s.line())));
+        lines.extend(snap.reported.iter().map(|p| format!(" {}", p.line())));
         lines.push("End.".to_string());
         self.ctl.send(&Reply::multi(211, lines))
     }

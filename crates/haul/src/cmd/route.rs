@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use haul_overlay::gather::{gather, Gathered};
+use haul_overlay::gather::{gather, Gathered, Server};
 use haul_overlay::route::RouteParams;
 use haul_overlay::route::{choose, nest_url, Candidate, Graph, HostId, Leg, Reason, Route};
 use haul_store::{Filter, Outcome, Store};
@@ -48,6 +48,11 @@ pub struct RouteArgs {
     /// The most relays in a chain.
     #[arg(long, default_value_t = 2)]
     pub max_relays: usize,
+    /// Aggregating registries to ask first (`haul serve --registry-gather`): HOST:PORT or
+    /// ftp://[user:pass@]HOST:PORT, comma-separated or repeated. A relay a registry holds
+    /// predictions of is not asked itself; one that is down is skipped with a warning.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    pub registry: Vec<String>,
 }
 
 /// A chosen route with the URLs that take it.
@@ -79,8 +84,8 @@ pub fn relay_urls<'a>(
     relays.into_iter().map(|r| relay_url(r, scheme)).collect()
 }
 
-/// A relay as given: `host:port` (read with `scheme`) or a URL.
-fn relay_url(s: &str, scheme: &str) -> anyhow::Result<RemoteUrl> {
+/// A relay or registry as given: `host:port` (read with `scheme`) or a URL.
+pub fn relay_url(s: &str, scheme: &str) -> anyhow::Result<RemoteUrl> {
     let text = if s.contains("://") {
         s.to_string()
     } else {
@@ -88,7 +93,7 @@ fn relay_url(s: &str, scheme: &str) -> anyhow::Result<RemoteUrl> {
     };
     match Endpoint::parse(&text)? {
         Endpoint::Remote(u) => Ok(u),
-        Endpoint::Local(_) => anyhow::bail!("--relays {s}: not a server"),
+        Endpoint::Local(_) => anyhow::bail!("{s}: not a server"),
     }
 }
 
@@ -179,21 +184,37 @@ pub fn plan(
         Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
         None => None,
     };
-    let relays = relay_urls(a.relays.iter().map(String::as_str), src, dst)?;
-    let mut servers: Vec<(HostId, RemoteUrl)> = Vec::new();
+    let relays = relay_urls(a.relays.iter().map(String::as_str), src, dst).context("--relays")?;
+    let registries = a
+        .registry
+        .iter()
+        .map(|r| relay_url(r, "ftp"))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .context("--registry")?;
+    let server = |u: &RemoteUrl, end| Server {
+        id: u.host_port(),
+        url: u.clone(),
+        end,
+    };
+    let mut servers: Vec<Server> = Vec::new();
     for e in [&s, &d] {
         if let Endpoint::Remote(u) = e {
-            servers.push((u.host_port(), u.clone()));
+            servers.push(server(u, true));
         }
     }
-    servers.extend(relays.iter().map(|u| (u.host_port(), u.clone())));
+    servers.extend(relays.iter().map(|u| server(u, false)));
     // gsiftp:// servers are asked under GSI, with the user's proxy.
-    if servers.iter().any(|(_, u)| u.gsi) {
+    if servers
+        .iter()
+        .map(|s| &s.url)
+        .chain(&registries)
+        .any(|u| u.gsi)
+    {
         let gsi = haul_xfer::gsi::ClientGsi::from_environment()?;
         tls = Some(tls.unwrap_or_default().with_gsi(gsi));
     }
     let rows = copies(history);
-    let gathered = gather(&servers, &local_legs(&rows), tls.as_ref());
+    let gathered = gather(&servers, &registries, &local_legs(&rows), tls.as_ref());
     let graph = Graph::new(gathered.legs.clone())?;
     let candidates = discounts(&rows, &relays);
     let params = RouteParams {

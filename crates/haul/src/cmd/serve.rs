@@ -1,7 +1,8 @@
 //! `haul serve`: run the GridFTP server of `haul-server` on a directory tree, or
 //! (`--hash-password`) print the argon2 hash line for a users file. Settings come from the
 //! flags and `--config` (`config`); SIGHUP reloads and SIGTERM / SIGINT drain (`signals`);
-//! `--metrics` serves Prometheus metrics.
+//! `--metrics` serves Prometheus metrics; `--registry-gather` makes it an aggregating registry
+//! of other servers' predictions (`registry`).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ mod config;
 mod gsi;
 mod journal;
 mod predict;
+mod registry;
 mod relay;
 mod signals;
 
@@ -54,9 +56,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = config::Settings::derive(opts, args.config.as_deref())?;
     let mut cfg = settings.server;
     let (relay, table) = settings.relay;
-    if let Some(r) = relay.build(cfg.data_timeout, table)? {
+    let built = relay.build(cfg.data_timeout, table)?;
+    if let Some(r) = built.relay.clone() {
         cfg.relay = Some(r);
     }
+    cfg.registry = registry::start(&settings.registry, &built)?;
     let mut logs: Vec<Arc<dyn TransferLog>> = Vec::new();
     if let Some(path) = settings.history {
         match journal::HistoryJournal::start(path.clone()) {

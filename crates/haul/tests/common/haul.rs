@@ -79,6 +79,109 @@ pub fn services_config(dir: &Path, relay: &str) -> std::path::PathBuf {
     config
 }
 
+/// Starts `haul serve --listen IP:0 --anonymous --root ROOT --history DB` with `extra` flags:
+/// a server on its own loopback address (127.0.0.2, …), so that hosts are told apart by
+/// address as servers name their peers.
+pub fn serve_history_on(ip: &str, root: &Path, db: &Path, extra: &[&str]) -> Serve {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_haul"));
+    cmd.args([
+        "serve",
+        "--listen",
+        &format!("{ip}:0"),
+        "--anonymous",
+        "--root",
+    ])
+    .arg(root)
+    .arg("--history")
+    .arg(db)
+    .args(extra);
+    let (child, addr) = listening(cmd, "haul serve: listening on ");
+    Serve { child, addr }
+}
+
+/// Seeds the history `db` with three transfers of 64 MiB that `server` served to `peer` at
+/// `mbit` Mbit/s, ten minutes apart, the newest ending `newest_age_s` seconds ago.
+pub fn seed_served(db: &Path, server: &str, peer: &str, mbit: f64, newest_age_s: f64) {
+    use haul_store::{Outcome, Params, Store, TransferRecord};
+    let mut store = Store::open(db).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for k in 0..3 {
+        let bytes = 64u64 << 20;
+        let duration_s = bytes as f64 * 8.0 / (mbit * 1e6);
+        store
+            .insert(&TransferRecord {
+                id: None,
+                kind: "serve".into(),
+                started_at: now - newest_age_s - 600.0 * k as f64 - duration_s,
+                duration_s,
+                source: "/f.bin".into(),
+                destination: peer.into(),
+                source_host: server.into(),
+                destination_host: peer.into(),
+                params: Params::default(),
+                files: 1,
+                bytes,
+                outcome: Outcome::Ok,
+                error: None,
+                samples: Vec::new(),
+            })
+            .unwrap();
+    }
+}
+
+/// An origin and a relay whose shared predictions make the chain the better route: the origin
+/// (127.0.0.2) serves `f.bin` and is predicted at 10 Mbit/s to the client (127.0.0.1) and 200
+/// to the relay (127.0.0.3), which relays to it anonymously and is predicted at 150 to the
+/// client. Their histories are seeded before they start: the records name peers by address,
+/// so the ports are not needed.
+pub struct Chain {
+    /// The origin.
+    pub origin: Serve,
+    /// The relay.
+    pub relay: Serve,
+    /// Their roots and histories.
+    _dirs: [tempfile::TempDir; 3],
+}
+
+impl Chain {
+    /// Starts both, with `data` as the origin's `f.bin`.
+    pub fn start(data: &[u8]) -> Chain {
+        let [o, r, h] = [(); 3].map(|_| tempfile::tempdir().unwrap());
+        let (odb, rdb) = (h.path().join("o.sqlite"), h.path().join("r.sqlite"));
+        std::fs::write(o.path().join("f.bin"), data).unwrap();
+        seed_served(&odb, "127.0.0.2:2811", "127.0.0.1", 10.0, 60.0);
+        seed_served(&odb, "127.0.0.2:2811", "127.0.0.3", 200.0, 60.0);
+        seed_served(&rdb, "127.0.0.3:2811", "127.0.0.1", 150.0, 60.0);
+        let origin = serve_history_on("127.0.0.2", o.path(), &odb, &[]);
+        let relay = ["--relay-allow", "127.0.0.2", "--relay-anonymous"];
+        let relay = serve_history_on("127.0.0.3", r.path(), &rdb, &relay);
+        Chain {
+            origin,
+            relay,
+            _dirs: [o, r, h],
+        }
+    }
+}
+
+/// Runs `haul route ARGS --json --history HIST`, which must succeed; its JSON report and its
+/// standard error.
+pub fn route_json(args: &[&str], hist: &Path) -> (serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .arg("route")
+        .args(args)
+        .arg("--json")
+        .arg("--history")
+        .arg(hist)
+        .output()
+        .expect("run haul route");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "haul route {args:?}: {stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
 /// Starts `cmd`, a haul server, and reads the address from its first line, `PREFIX ADDR`.
 pub fn listening(mut cmd: Command, prefix: &str) -> (Child, String) {
     let mut child = cmd
@@ -187,11 +290,24 @@ impl RawControl {
 
     /// The next reply, as `CODE text`.
     pub fn reply(&mut self) -> String {
+        let r = self.next_reply();
+        format!("{} {}", r.code, r.text())
+    }
+
+    /// Sends one command line and returns its reply, parsed.
+    pub fn request(&mut self, line: &str) -> haul_proto::Reply {
+        use std::io::Write;
+        self.s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+        self.next_reply()
+    }
+
+    /// The next reply.
+    pub fn next_reply(&mut self) -> haul_proto::Reply {
         use std::io::Read;
         let mut buf = [0u8; 4096];
         loop {
             if let Some(r) = self.p.next_reply().unwrap() {
-                return format!("{} {}", r.code, r.text());
+                return r;
             }
             let n = self.s.read(&mut buf).unwrap();
             assert!(n > 0, "server closed the control connection");
@@ -201,9 +317,8 @@ impl RawControl {
 
     /// Sends one command line and returns its reply.
     pub fn cmd(&mut self, line: &str) -> String {
-        use std::io::Write;
-        self.s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
-        self.reply()
+        let r = self.request(line);
+        format!("{} {}", r.code, r.text())
     }
 }
 

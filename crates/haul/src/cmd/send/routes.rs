@@ -1,6 +1,7 @@
 //! The route zone of a request's module database: direct, and through each relay the client
 //! knows (`--relays`, and the relays an operator prices in a services file: `--services`, else
-//! `$XDG_CONFIG_HOME/haul/services.toml` when it exists). A relayed route's rate comes from the
+//! `$XDG_CONFIG_HOME/haul/services.toml` when it exists; its `registry` list adds to
+//! `--registry`). A relayed route's rate comes from the
 //! history of transfers along that very route (real ones before probes), else from the route
 //! chooser's leg predictions (002 §2.4); a route nothing predicts is left unknown for `haul send`
 //! to probe through the relay itself (`/dev/zero` on the source, relayed). After the probes a
@@ -28,6 +29,9 @@ use crate::cmd::route::{relay_urls, through};
 struct Services {
     #[serde(default)]
     relay: Vec<PaidRelay>,
+    /// Aggregating registries to ask for predictions, as `--registry`.
+    #[serde(default)]
+    registry: Vec<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -95,11 +99,17 @@ fn candidates(
     a: &RequestArgs,
 ) -> anyhow::Result<(crate::cmd::route::RouteArgs, BTreeMap<String, u32>)> {
     let mut choice = a.route.clone();
-    let prices: BTreeMap<String, u32> = services(a)?
+    let services = services(a)?;
+    let prices: BTreeMap<String, u32> = services
         .relay
         .iter()
         .map(|r| (r.address.clone(), r.cost))
         .collect();
+    for r in services.registry {
+        if !choice.registry.contains(&r) {
+            choice.registry.push(r);
+        }
+    }
     for k in prices.keys() {
         if !choice.relays.contains(k) {
             choice.relays.push(k.clone());

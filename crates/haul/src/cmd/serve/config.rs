@@ -145,6 +145,17 @@ pub struct Opts {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_history: bool,
+    /// Also be an aggregating registry: poll these haul servers' `SITE BTC` every
+    /// --registry-interval and answer `SITE BTC ALL` with what they said. HOST:PORT or
+    /// ftp://HOST:PORT (haul:// with --relay-ca), comma-separated; logins as the relay's
+    /// `[[credentials]]` give, else anonymous (docs/relay.md).
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registry_gather: Vec<String>,
+    /// Seconds between a registry's polls of each server [default: 60].
+    #[arg(long, value_name = "SECS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_interval: Option<u64>,
     /// The relay flags; in the config file, the `[relay]` table.
     #[command(flatten)]
     #[serde(skip)]
@@ -237,6 +248,8 @@ pub struct Settings {
     pub history: Option<PathBuf>,
     /// The relay flags and the `[relay]` table with the file it came from.
     pub relay: (RelayArgs, Option<(RelayFile, PathBuf)>),
+    /// The servers an aggregating registry polls (none: it is no registry), and how often.
+    pub registry: (Vec<String>, Duration),
 }
 
 impl Settings {
@@ -298,6 +311,7 @@ impl Settings {
             history: (!o.no_history)
                 .then(|| o.history.unwrap_or_else(haul_store::Store::default_path)),
             relay: (o.relay, table),
+            registry: (o.registry_gather, secs(o.registry_interval, 60)),
         })
     }
 }

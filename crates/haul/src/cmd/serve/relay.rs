@@ -115,19 +115,56 @@ pub fn check_private(path: &Path, f: &RelayFile) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the relay flags and file give: the relay, when relaying is on, and the next-hop
+/// credentials and CA, which the registry's polls use too.
+pub struct Built {
+    /// The relay; None when relaying is off.
+    pub relay: Option<Arc<Relay>>,
+    /// `[[credentials]]`, for next hops and polled servers.
+    pub credentials: Vec<Credential>,
+    /// `--relay-ca` / `ca`: CA certificates haul:// next hops and polled servers must chain to.
+    pub ca: Option<PathBuf>,
+}
+
 impl RelayArgs {
     /// The relay these flags (and their config file, or else `table`: the `[relay]` table of
-    /// the file named with it) describe; None when relaying is off.
+    /// the file named with it) describe, with their credentials and CA.
     pub fn build(
         self,
         data_timeout: Duration,
         table: Option<(RelayFile, PathBuf)>,
-    ) -> anyhow::Result<Option<Arc<Relay>>> {
-        let (file, fpath) = match (&self.relay_config, table) {
+    ) -> anyhow::Result<Built> {
+        let (mut file, fpath) = match (&self.relay_config, table) {
             (Some(p), _) => (read_file(p)?, p.clone()),
             (None, Some(t)) => t,
             (None, None) => Default::default(),
         };
+        let credentials: Vec<Credential> = std::mem::take(&mut file.credentials)
+            .into_iter()
+            .map(|c| Credential {
+                host: c.host,
+                port: c.port,
+                user: c.user,
+                pass: c.pass,
+            })
+            .collect();
+        let ca = self.relay_ca.clone().or(file.ca.clone());
+        let relay = self.relay(file, &fpath, credentials.clone(), data_timeout)?;
+        Ok(Built {
+            relay,
+            credentials,
+            ca,
+        })
+    }
+
+    /// The relay, None when relaying is off.
+    fn relay(
+        self,
+        file: RelayFile,
+        fpath: &Path,
+        credentials: Vec<Credential>,
+        data_timeout: Duration,
+    ) -> anyhow::Result<Option<Arc<Relay>>> {
         let allow = match (&self.relay_allow, &file.allow) {
             (Some(a), _) => a.clone(),
             (None, Some(list)) => list.join(","),
@@ -146,7 +183,7 @@ impl RelayArgs {
         }
         let memory = match (self.relay_memory, &file.memory) {
             (Some(m), _) => Some(m),
-            (None, Some(m)) => Some(size("memory", m, &fpath)?),
+            (None, Some(m)) => Some(size("memory", m, fpath)?),
             _ => None,
         };
         if let Some(m) = memory {
@@ -154,7 +191,7 @@ impl RelayArgs {
         }
         let buffer = match (self.relay_buffer, &file.buffer) {
             (Some(b), _) => Some(b),
-            (None, Some(b)) => Some(size("buffer", b, &fpath)?),
+            (None, Some(b)) => Some(size("buffer", b, fpath)?),
             _ => None,
         };
         if let Some(b) = buffer {
@@ -165,7 +202,7 @@ impl RelayArgs {
         }
         let tcp = match (self.relay_tcp_buffer, &file.tcp_buffer) {
             (Some(b), _) => Some(b),
-            (None, Some(b)) => Some(size("tcp_buffer", b, &fpath)?),
+            (None, Some(b)) => Some(size("tcp_buffer", b, fpath)?),
             _ => None,
         };
         cfg.leg.tcp_buffer = tcp.map(|b| b as usize);
@@ -190,16 +227,7 @@ impl RelayArgs {
             (None, None) => None,
         };
         cfg.ca = self.relay_ca.or(file.ca);
-        cfg.credentials = file
-            .credentials
-            .into_iter()
-            .map(|c| Credential {
-                host: c.host,
-                port: c.port,
-                user: c.user,
-                pass: c.pass,
-            })
-            .collect();
+        cfg.credentials = credentials;
         cfg.data_timeout = data_timeout;
         tracing::info!(allow = %cfg.allow, anonymous = cfg.anonymous, "relaying on");
         Ok(Some(Arc::new(Relay::new(cfg)?)))

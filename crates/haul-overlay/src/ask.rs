@@ -1,0 +1,88 @@
+//! Asking servers for what they share (`SITE BTC`, `SITE BTC ALL`): a login, one command, the
+//! addresses the control connection had. Shared by the client's gathering (`gather`) and the
+//! registry's polls (`registry`).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use haul_xfer::session::Session;
+use haul_xfer::tls::ClientTls;
+use haul_xfer::{PasvAddress, RemoteUrl, XferError};
+
+/// What one request reads from a logged-in session: None when the server does not offer it.
+pub(crate) type Request<T> = fn(&mut Session) -> Result<Option<T>, XferError>;
+
+/// One server's answer, with the addresses the control connection had.
+pub(crate) struct Asked<T> {
+    /// The server's address as this end reached it.
+    pub peer: Option<SocketAddr>,
+    /// This end's address as the server saw it.
+    pub local: Option<IpAddr>,
+    /// The answer (None: the server does not offer it); Err: why it could not be asked,
+    /// redacted.
+    pub answer: Result<Option<T>, String>,
+}
+
+impl<T> Asked<T> {
+    fn failed(why: &str) -> Asked<T> {
+        Asked {
+            peer: None,
+            local: None,
+            answer: Err(why.to_string()),
+        }
+    }
+}
+
+/// Logs into `url` (TLS or GSI from `tls` where its scheme asks for it) and sends `request`.
+pub(crate) fn ask<T>(url: &RemoteUrl, tls: Option<&ClientTls>, request: Request<T>) -> Asked<T> {
+    let tls = if url.tls || url.gsi { tls } else { None };
+    let mut s = match Session::open(url, tls, PasvAddress::ControlPeer) {
+        Ok(s) => s,
+        Err(e) => return Asked::failed(&crate::redact(&e.to_string())),
+    };
+    let (peer, local) = (Some(s.ctl.peer), Some(s.ctl.local.ip()));
+    let answer = request(&mut s).map_err(|e| crate::redact(&e.to_string()));
+    s.quit();
+    Asked {
+        peer,
+        local,
+        answer,
+    }
+}
+
+/// Asks every one of `urls` at once, each on a thread of its own, and waits at most `within`
+/// in all: a server that has not answered by then counts as failed, and its thread ends on its
+/// own at the connection's timeouts. One answer per URL, in order.
+pub(crate) fn ask_all<T: Send + 'static>(
+    urls: &[RemoteUrl],
+    tls: Option<&ClientTls>,
+    within: Duration,
+    request: Request<T>,
+) -> Vec<Asked<T>> {
+    let (tx, rx) = mpsc::channel();
+    for (i, url) in urls.iter().enumerate() {
+        let (answer, url, tls) = (tx.clone(), url.clone(), tls.cloned());
+        let spawned = std::thread::Builder::new()
+            .name("haul-ask".into())
+            .spawn(move || {
+                let _ = answer.send((i, ask(&url, tls.as_ref(), request)));
+            });
+        if let Err(e) = spawned {
+            let _ = tx.send((i, Asked::failed(&format!("no thread to ask it: {e}"))));
+        }
+    }
+    drop(tx);
+    let mut out: Vec<Option<Asked<T>>> = urls.iter().map(|_| None).collect();
+    let deadline = Instant::now() + within;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok((i, a)) => out[i] = Some(a),
+            Err(_) => break,
+        }
+    }
+    let late = format!("no answer within {} s", within.as_secs());
+    out.into_iter()
+        .map(|a| a.unwrap_or_else(|| Asked::failed(&late)))
+        .collect()
+}
