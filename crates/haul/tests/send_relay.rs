@@ -55,6 +55,14 @@ fn send_probes_a_configured_relay_through_itself_and_the_next_send_reads_the_his
     let origin = serve(&root, &["--anonymous"]);
     let relay = relay_for_loopback(&dir.path().join("root"));
     let config = services_config(dir.path(), &relay.addr);
+    // A registry the services file names that is down costs a note, nothing more.
+    let down = {
+        let closed_after = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        closed_after.local_addr().unwrap().to_string()
+    };
+    let services = config.join("haul/services.toml");
+    let priced = fs::read_to_string(&services).unwrap();
+    fs::write(&services, format!("registry = [\"{down}\"]\n{priced}")).unwrap();
     let hist = dir.path().join("h.sqlite");
     let src = format!("ftp://{}/f.bin", origin.addr);
     let via = format!("via {}", relay.addr);
@@ -68,6 +76,8 @@ fn send_probes_a_configured_relay_through_itself_and_the_next_send_reads_the_his
     let probes = j["probes"].as_array().expect("probes").clone();
     let p = probes.iter().find(|p| p["stage"] == "route");
     let p = p.unwrap_or_else(|| panic!("no probe through the relay: {j:#}"));
+    let skipped = format!("registry {down}");
+    assert!(notes(&j).iter().any(|n| n.starts_with(&skipped)), "{j:#}");
     assert!(p["error"].is_null(), "{p:#}");
     assert!(p["bps"].as_f64().unwrap() > 0.0, "{p:#}");
     let relayed: Vec<Value> = history(&hist, "probe")

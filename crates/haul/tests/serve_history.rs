@@ -163,6 +163,10 @@ fn a_server_shares_its_predictions_with_site_btc() {
     assert!(bps > 0.0, "{line}");
     assert!(line.contains("samples=3;"), "{line}");
     assert!(btc.contains("relay=no;"), "{btc}");
+    // It is no registry: no BTCREG, and SITE BTC ALL is refused; other arguments are unknown.
+    assert!(!feat.contains("BTCREG"), "{feat}");
+    assert!(c.cmd("SITE BTC ALL").starts_with("504"));
+    assert!(c.cmd("SITE BTC SOME").starts_with("501"));
     // OPTS RELAY on a server that does not relay is refused.
     let r = c.cmd("OPTS RELAY Parallelism=4;");
     assert!(r.starts_with("501") && r.contains("does not relay"), "{r}");
