@@ -22,10 +22,16 @@ fuzz_target!(|data: &[u8]| {
     let r = RegistryReply::parse(&Reply::multi(211, lines.clone()));
     for s in &r.servers {
         assert!(!s.server.is_empty() && s.server.len() <= MAX_SERVER_NAME);
-        assert!(s.server.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b'='));
+        assert!(s
+            .server
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b';' && b != b'='));
         assert!(s.polled_s.is_finite() && s.polled_s >= 0.0);
         let again = PolledServer::parse(&s.line()).expect("a server line reads back");
-        assert_eq!((&again.server, again.addr, again.relays), (&s.server, s.addr, s.relays));
+        assert_eq!(
+            (&again.server, again.addr, again.relays),
+            (&s.server, s.addr, s.relays)
+        );
     }
     for p in &r.reported {
         let q = &p.prediction;
@@ -33,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(q.bps.is_finite() && q.bps >= 0.0 && q.age_s >= 0.0 && !q.peer.is_empty());
         if !q.peer.contains(';') && !q.predictor.contains(';') {
             let again = Reported::parse(&p.line()).expect("a prediction line reads back");
-            assert_eq!((&again.server, &again.prediction.peer), (&p.server, &q.peer));
+            assert_eq!(
+                (&again.server, &again.prediction.peer),
+                (&p.server, &q.peer)
+            );
         }
     }
     // The same lines as one server's SITE BTC answer, cached and aged `held` seconds.
@@ -46,6 +55,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(snap.servers.len(), 1);
     for p in &snap.reported {
         assert!(p.prediction.age_s >= f64::from(held) && p.prediction.age_s <= MAX_AGE_S);
-        assert!(shared.predictions.iter().any(|q| q.peer == p.prediction.peer));
+        assert!(shared
+            .predictions
+            .iter()
+            .any(|q| q.peer == p.prediction.peer));
     }
 });
