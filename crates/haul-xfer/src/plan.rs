@@ -215,7 +215,8 @@ fn plan_download(s: &RemoteUrl, d: &Path, opts: &PlanOptions) -> Result<Vec<Job>
         if !opts.recursive {
             return Err(XferError::Usage(format!("{s} is a directory; use -r")));
         }
-        let tree = walk_remote(&mut sess, &s.path, opts.limits)?;
+        let (tree, extra) = walk_remote(&mut sess, &s.path, opts.limits, &|| open(s, opts))?;
+        extra.into_iter().for_each(|x| opts.spare.park(x));
         local_dir(d.parent().unwrap_or(Path::new("")), opts.mkdir)?;
         for p in std::iter::once(d.to_path_buf()).chain(tree.dirs.iter().map(|dir| d.join(dir))) {
             std::fs::create_dir_all(&p).map_err(|e| XferError::io(&p.display().to_string(), e))?;
@@ -301,7 +302,8 @@ fn plan_third_party(
         if !opts.recursive {
             return Err(XferError::Usage(format!("{s} is a directory; use -r")));
         }
-        let tree = walk_remote(&mut ss, &s.path, opts.limits)?;
+        let (tree, extra) = walk_remote(&mut ss, &s.path, opts.limits, &|| open(s, opts))?;
+        extra.into_iter().for_each(|x| opts.spare.park(x));
         if opts.mkdir {
             remote_parents(&mut ds, &d.path)?;
         }

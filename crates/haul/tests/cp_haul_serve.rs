@@ -578,3 +578,44 @@ fn engine_trace_lists_each_sessions_batch_per_sample() {
         fs::read(root.join("tree/f3")).unwrap()
     );
 }
+
+/// A tree of several directories is listed over more than one control session at once (each
+/// listing waits on round trips); the tree arrives whole and the walk names its sessions.
+#[test]
+fn a_tree_of_many_directories_is_listed_over_several_sessions_and_arrives_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let mut n = 0;
+    for d in ["a", "b", "c/d", "c/e", "c/e/f", "g"] {
+        let t = root.join("tree").join(d);
+        write_files(&t, &[1000, 70_000], n);
+        n += 2;
+    }
+    let s = serve(&root, &["--anonymous"]);
+    let out = dir.path().join("out");
+    let src = format!("ftp://{}/tree", s.addr);
+    let run = cp_env(
+        &["-q", "-r", &src, out.to_str().unwrap()],
+        &dir.path().join("h.sqlite"),
+        &[("HAUL_LOG", "haul_xfer::walk=debug"), ("NO_COLOR", "1")],
+    );
+    assert!(run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    let walk = err.lines().find(|l| l.contains("listed")).unwrap_or("");
+    assert!(
+        walk.contains("sessions=4") && walk.contains("dirs=7") && walk.contains("files=12"),
+        "{err}"
+    );
+    for d in ["a", "b", "c/d", "c/e", "c/e/f", "g"] {
+        for f in fs::read_dir(root.join("tree").join(d)).unwrap() {
+            let f = f.unwrap();
+            if f.file_type().unwrap().is_file() {
+                let rel = f.path().strip_prefix(root.join("tree")).unwrap().to_owned();
+                assert_eq!(
+                    fs::read(out.join(&rel)).unwrap(),
+                    fs::read(f.path()).unwrap()
+                );
+            }
+        }
+    }
+}

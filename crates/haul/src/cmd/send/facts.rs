@@ -115,7 +115,7 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
         plut = sess.ctl.features.plut && dst.is_none();
         round_trip = rtt(&mut sess);
         if req.size.is_none() && !send {
-            let (f, b) = list_remote(&mut sess, &u.path)?;
+            let (f, b) = list_remote(&mut sess, u, tls.as_ref())?;
             (files, bytes) = (f, Some(b));
         }
         sess.quit();
@@ -221,12 +221,19 @@ fn open(u: &RemoteUrl, tls: Option<&ClientTls>) -> anyhow::Result<Session> {
 }
 
 /// Files and bytes under a remote path (a file or a tree).
-fn list_remote(sess: &mut Session, path: &str) -> anyhow::Result<(u64, u64)> {
-    let (dir, size) = sess.stat(path)?;
+fn list_remote(
+    sess: &mut Session,
+    u: &RemoteUrl,
+    tls: Option<&ClientTls>,
+) -> anyhow::Result<(u64, u64)> {
+    let (dir, size) = sess.stat(&u.path)?;
     if !dir {
         return Ok((1, size));
     }
-    Ok(totals(&walk_remote(sess, path, WalkLimits::default())?))
+    let more = || Session::open(u, tls.filter(|_| u.tls), PasvAddress::ControlPeer);
+    let (tree, extra) = walk_remote(sess, &u.path, WalkLimits::default(), &more)?;
+    extra.into_iter().for_each(Session::quit);
+    Ok(totals(&tree))
 }
 
 /// Files and bytes of a walked tree.
