@@ -9,6 +9,7 @@ use haul_overlay::registry::Registry;
 use haul_overlay::Credential;
 use haul_server::journal::Aggregated;
 use haul_xfer::tls::ClientTls;
+use haul_xfer::RemoteUrl;
 
 use super::relay::Built;
 
@@ -20,16 +21,7 @@ pub fn start(
     if servers.is_empty() {
         return Ok(None);
     }
-    let mut urls = Vec::new();
-    for s in servers {
-        let mut url = crate::cmd::route::relay_url(s, "ftp").context("--registry-gather")?;
-        anyhow::ensure!(
-            !url.gsi,
-            "--registry-gather {s}: a registry polls ftp:// and haul:// servers, not gsiftp://"
-        );
-        Credential::fill(&relay.credentials, &mut url);
-        urls.push(url);
-    }
+    let urls = logins(servers, "--registry-gather", relay)?;
     let tls = match &relay.ca {
         Some(ca) => Some(ClientTls::from_ca_file(ca).context("--relay-ca")?),
         None if urls.iter().any(|u| u.tls) => {
@@ -41,4 +33,21 @@ pub fn start(
     let registry = Registry::start(urls, tls, *interval).context("--registry-gather")?;
     tracing::info!(servers = ?names, every_s = interval.as_secs(), "registry polling");
     Ok(Some(Arc::new(registry)))
+}
+
+/// The servers `list` names for `flag` (`HOST:PORT` or a URL; ftp:// and haul://, not
+/// gsiftp://, for which the server has no user credential to present), each with the login the
+/// relay configuration's `[[credentials]]` give for its host and port, else none (anonymous).
+pub fn logins(list: &[String], flag: &str, relay: &Built) -> anyhow::Result<Vec<RemoteUrl>> {
+    let mut urls = Vec::new();
+    for s in list {
+        let mut url = crate::cmd::route::relay_url(s, "ftp").context(flag.to_string())?;
+        anyhow::ensure!(
+            !url.gsi,
+            "{flag} {s}: ftp:// and haul:// servers only, not gsiftp://"
+        );
+        Credential::fill(&relay.credentials, &mut url);
+        urls.push(url);
+    }
+    Ok(urls)
 }
