@@ -1,15 +1,18 @@
-//! What `haul serve` shares with `SITE BTC`: for every peer it has served lately, a throughput
-//! prediction from its own history (`kind = serve`), made by haul-tune's NWS-style selector
+//! What `haul serve` shares with `SITE BTC`: for every peer it has served or probed lately, a
+//! throughput prediction from its own history (`kind = serve`, and `kind = probe` for its
+//! scheduled probes), made by haul-tune's NWS-style selector
 //! (002 §2.3). Entries expire: only measurements younger than [`MAX_AGE`] count. Each answer
 //! reads the store afresh, at most once per [`REFRESH`].
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use haul_overlay::gather::LOCAL;
 use haul_server::journal::{Direction, PeerPrediction, Predictions};
-use haul_store::{Filter, Outcome, Store};
+use haul_store::{Filter, Outcome, Store, TransferRecord};
 use haul_tune::predict::{Measurement, Selector};
 
 /// Measurements older than this are not shared (`haul_proto::btc::MAX_AGE_S`, which a
@@ -44,25 +47,24 @@ impl HistoryPredictions {
     fn compute(&self) -> anyhow::Result<Vec<PeerPrediction>> {
         let now = crate::cmd::now_unix();
         let store = Store::open(&self.path)?;
-        let rows = store.list(&Filter {
-            kind: Some("serve".into()),
-            outcome: Some(Outcome::Ok),
-            since: Some(now - MAX_AGE.as_secs_f64()),
-            ..Filter::default()
-        })?;
         let mut pairs: BTreeMap<(String, bool), Vec<Measurement>> = BTreeMap::new();
-        for r in rows
-            .iter()
-            .filter(|r| r.bytes >= MIN_BYTES && r.duration_s > 0.0)
-        {
-            // Which end is the peer: the client's address has no port.
-            let (peer, sent) = if r.destination_host.parse::<std::net::IpAddr>().is_ok() {
-                (r.destination_host.clone(), true)
-            } else {
-                (r.source_host.clone(), false)
-            };
-            let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
-            pairs.entry((peer, sent)).or_default().push(m);
+        for kind in ["serve", "probe"] {
+            let rows = store.list(&Filter {
+                kind: Some(kind.into()),
+                outcome: Some(Outcome::Ok),
+                since: Some(now - MAX_AGE.as_secs_f64()),
+                ..Filter::default()
+            })?;
+            for r in rows
+                .iter()
+                .filter(|r| r.bytes >= MIN_BYTES && r.duration_s > 0.0)
+            {
+                let Some(pair) = peer_of(kind, r) else {
+                    continue;
+                };
+                let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());
+                pairs.entry(pair).or_default().push(m);
+            }
         }
         let out = Selector::default()
             .predict_each(pairs, PER_PAIR, now)
@@ -81,6 +83,27 @@ impl HistoryPredictions {
             })
             .collect();
         Ok(out)
+    }
+}
+
+/// The peer of a record and whether this server sent to it. A `serve` record names the client
+/// by address (no port) and the server's end by `ip:port`. A `probe` record (`haul serve
+/// --probe`, docs/relay.md) is a copy between a peer's `ip:port` and this host (`local`); one
+/// between two other servers (a `haul send` probe in a shared history) says nothing of this
+/// server's legs.
+fn peer_of(kind: &str, r: &TransferRecord) -> Option<(String, bool)> {
+    if kind == "serve" {
+        return Some(if r.destination_host.parse::<IpAddr>().is_ok() {
+            (r.destination_host.clone(), true)
+        } else {
+            (r.source_host.clone(), false)
+        });
+    }
+    let peer = |h: &str| h.parse::<SocketAddr>().ok().map(|a| a.ip().to_string());
+    match (r.source_host.as_str(), r.destination_host.as_str()) {
+        (LOCAL, d) => peer(d).map(|p| (p, true)),
+        (s, LOCAL) => peer(s).map(|p| (p, false)),
+        _ => None,
     }
 }
 
