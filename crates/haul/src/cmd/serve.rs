@@ -2,7 +2,7 @@
 //! (`--hash-password`) print the argon2 hash line for a users file. Settings come from the
 //! flags and `--config` (`config`); SIGHUP reloads and SIGTERM / SIGINT drain (`signals`);
 //! `--metrics` serves Prometheus metrics; `--registry-gather` makes it an aggregating registry
-//! of other servers' predictions (`registry`).
+//! of other servers' predictions (`registry`); `--probe` turns on scheduled probes (`probe`).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -18,6 +18,7 @@ mod config;
 mod gsi;
 mod journal;
 mod predict;
+mod probe;
 mod registry;
 mod relay;
 mod signals;
@@ -61,8 +62,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cfg.relay = Some(r);
     }
     cfg.registry = registry::start(&settings.registry, &built)?;
+    let history = settings.history.as_deref();
+    probe::start(&settings.probes, &built, history, cfg.data_timeout)?;
     let mut logs: Vec<Arc<dyn TransferLog>> = Vec::new();
-    if let Some(path) = settings.history {
+    if let Some(path) = settings.history.clone() {
         match journal::HistoryJournal::start(path.clone()) {
             Ok(j) => {
                 logs.push(j);

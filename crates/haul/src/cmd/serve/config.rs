@@ -156,6 +156,22 @@ pub struct Opts {
     #[arg(long, value_name = "SECS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry_interval: Option<u64>,
+    /// Scheduled probes (off by default): every --probe-interval, download --probe-bytes of
+    /// `/dev/zero` from each of these haul or GridFTP servers to `/dev/null`, one at a time,
+    /// and record each in the history (kind `probe`), so `SITE BTC` predicts legs nobody used
+    /// lately. HOST:PORT or ftp://HOST:PORT, comma-separated; logins as the relay's
+    /// `[[credentials]]` give, else anonymous (docs/relay.md).
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe: Vec<String>,
+    /// Time between rounds of scheduled probes, e.g. 30m [default: 1h].
+    #[arg(long, value_name = "DURATION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_interval: Option<String>,
+    /// Bytes each scheduled probe moves, e.g. 256MiB [default: 64MiB].
+    #[arg(long, value_name = "SIZE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_bytes: Option<String>,
     /// The relay flags; in the config file, the `[relay]` table.
     #[command(flatten)]
     #[serde(skip)]
@@ -250,6 +266,8 @@ pub struct Settings {
     pub relay: (RelayArgs, Option<(RelayFile, PathBuf)>),
     /// The servers an aggregating registry polls (none: it is no registry), and how often.
     pub registry: (Vec<String>, Duration),
+    /// The servers scheduled probes download from (none: no probes), how often, how much.
+    pub probes: super::probe::Plan,
 }
 
 impl Settings {
@@ -300,6 +318,11 @@ impl Settings {
         cfg.data_timeout = secs(o.data_timeout, 60);
         cfg.max_parallelism = parallelism as usize;
         cfg.data_ports = o.data_ports;
+        let probes = probe_plan(o.probe, &o.probe_interval, &o.probe_bytes)?;
+        anyhow::ensure!(
+            probes.peers.is_empty() || !o.no_history,
+            "--probe records its probes in the history: it does not go with --no-history"
+        );
         let table = o
             .relay_table
             .map(|t| (t, config.map(Path::to_path_buf).unwrap_or_default()));
@@ -312,8 +335,38 @@ impl Settings {
                 .then(|| o.history.unwrap_or_else(haul_store::Store::default_path)),
             relay: (o.relay, table),
             registry: (o.registry_gather, secs(o.registry_interval, 60)),
+            probes,
         })
     }
+}
+
+/// The scheduled probes of `--probe`, `--probe-interval` (default 1 h, at least 1 s) and
+/// `--probe-bytes` (default 64 MiB, at least 1 MiB: less says more about set-up than
+/// throughput, and predictions leave it out).
+fn probe_plan(
+    peers: Vec<String>,
+    interval: &Option<String>,
+    bytes: &Option<String>,
+) -> anyhow::Result<super::probe::Plan> {
+    let interval = match interval {
+        Some(t) => haul_units::parse_duration(t)
+            .map_err(|e| anyhow::anyhow!("--probe-interval {t:?}: {}", e.why))?,
+        None => 3600.0,
+    };
+    let bytes = match bytes {
+        Some(b) => crate::cmd::parse_bytes(b).map_err(|e| anyhow::anyhow!("--probe-bytes: {e}"))?,
+        None => 64 << 20,
+    };
+    anyhow::ensure!(
+        interval >= 1.0,
+        "--probe-interval: at least 1s between rounds of probes"
+    );
+    anyhow::ensure!(bytes >= 1 << 20, "--probe-bytes: at least 1MiB");
+    Ok(super::probe::Plan {
+        peers,
+        interval: Duration::from_secs_f64(interval),
+        bytes,
+    })
 }
 
 #[cfg(test)]

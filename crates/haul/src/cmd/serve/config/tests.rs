@@ -187,3 +187,38 @@ fn the_example_file_parses_and_is_the_one_in_the_docs() {
         "docs/serve.md does not hold dist/haul-serve.toml verbatim"
     );
 }
+
+#[test]
+fn probes_are_off_by_default_and_read_from_keys_and_flags() {
+    let s = Settings::derive(keys("root = \"/data\"\n").unwrap(), None).unwrap();
+    assert!(s.probes.peers.is_empty(), "no probes unless asked");
+    assert_eq!(s.probes.interval, Duration::from_secs(3600));
+    assert_eq!(s.probes.bytes, 64 << 20);
+    let file = keys(
+        "root = \"/data\"\nprobe = [\"dtn1:2811\", \"dtn2:2811\"]\nprobe_interval = \"30m\"\n\
+         probe_bytes = \"256MiB\"\n",
+    )
+    .unwrap();
+    let s = Settings::derive(merge(flags(&[]), file).unwrap(), None).unwrap();
+    assert_eq!(s.probes.peers, ["dtn1:2811", "dtn2:2811"]);
+    assert_eq!(s.probes.interval, Duration::from_secs(1800));
+    assert_eq!(s.probes.bytes, 256 << 20);
+    let given = flags(&[
+        "--root",
+        "/d",
+        "--probe",
+        "a:1,b:2",
+        "--probe-bytes",
+        "1MiB",
+    ]);
+    let s = Settings::derive(given, None).unwrap();
+    assert_eq!((s.probes.peers.len(), s.probes.bytes), (2, 1 << 20));
+    for bad in [
+        &["--probe-interval", "500ms"][..],
+        &["--probe-bytes", "64K"],
+        &["--probe", "a:1", "--no-history"],
+    ] {
+        let given = flags(&[&["--root", "/d"][..], bad].concat());
+        assert!(Settings::derive(given, None).is_err(), "{bad:?}");
+    }
+}

@@ -1,0 +1,110 @@
+//! Scheduled probes (`haul serve --probe`): a server downloads `/dev/zero` from the servers it
+//! is told to probe, records each probe in its history (`kind = probe`) and shares the leg in
+//! `SITE BTC` as received from the peer's address. A server without `--probe` probes nothing.
+//! Hosts are told apart by loopback address (127.0.0.2 the prober, 127.0.0.3 the peer).
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::haul::*;
+
+/// The history's records of `kind`.
+fn records(db: &Path, kind: &str) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+        .args(["history", "--kind", kind, "--json", "--history"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+/// The server's `SITE BTC`, asked anonymously.
+fn btc(addr: &str) -> String {
+    let mut c = RawControl::connect(addr);
+    assert!(c.cmd("USER anonymous").starts_with("331"));
+    assert!(c.cmd("PASS x@").starts_with("230"));
+    c.cmd("SITE BTC")
+}
+
+#[test]
+fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
+    let (p, q, local) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let (pdb, qdb) = (local.path().join("p.sqlite"), local.path().join("q.sqlite"));
+    let peer = serve_history_on("127.0.0.3", q.path(), &qdb, &[]);
+    let prober = serve_history_on(
+        "127.0.0.2",
+        p.path(),
+        &pdb,
+        &[
+            "--probe",
+            &peer.addr,
+            "--probe-interval",
+            "1s",
+            "--probe-bytes",
+            "1MiB",
+        ],
+    );
+    // Two rounds: the first within a second of the start, the next a second on.
+    let until = Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows = records(&pdb, "probe");
+        if rows.len() >= 2 || Instant::now() > until {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(rows.len() >= 2, "probes recorded: {rows:?}");
+    for r in &rows {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(r["bytes"], 1 << 20, "{r}");
+        assert_eq!(r["source"], format!("ftp://{}/dev/zero", peer.addr), "{r}");
+        assert_eq!(r["destination"], "/dev/null", "{r}");
+    }
+    let answer = btc(&prober.addr);
+    assert!(
+        answer.contains("peer=127.0.0.3;dir=received;"),
+        "the probed leg is shared: {answer}"
+    );
+    // The peer served the probes; it was told to probe nothing and probed nothing.
+    assert!(!records(&qdb, "serve").is_empty());
+    assert!(records(&qdb, "probe").is_empty());
+}
+
+#[test]
+fn probes_need_a_history_and_an_ftp_peer() {
+    let root = tempfile::tempdir().unwrap();
+    for (extra, why) in [
+        (
+            &["--no-history", "--probe", "127.0.0.1:2811"][..],
+            "--no-history",
+        ),
+        (
+            &["--probe", "gsiftp://127.0.0.1:2811", "--history", "h.db"][..],
+            "not gsiftp://",
+        ),
+        (
+            &["--probe", "127.0.0.1:2811", "--probe-interval", "1"][..],
+            "--probe-interval",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_haul"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--anonymous", "--root"])
+            .arg(root.path())
+            .args(extra)
+            .current_dir(root.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{extra:?}: {err}"
+        );
+    }
+}
