@@ -129,3 +129,44 @@ impl Predictions for HistoryPredictions {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(source_host: &str, destination_host: &str) -> TransferRecord {
+        TransferRecord {
+            id: None,
+            kind: "probe".into(),
+            started_at: 0.0,
+            duration_s: 1.0,
+            source: String::new(),
+            destination: String::new(),
+            source_host: source_host.into(),
+            destination_host: destination_host.into(),
+            params: Default::default(),
+            files: 1,
+            bytes: 1 << 20,
+            outcome: Outcome::Ok,
+            error: None,
+            samples: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_probe_names_its_peer_by_address_and_direction() {
+        let from = rec("10.0.0.7:2811", LOCAL);
+        assert_eq!(peer_of("probe", &from), Some(("10.0.0.7".into(), false)));
+        let to = rec(LOCAL, "[2001:db8::1]:2811");
+        assert_eq!(peer_of("probe", &to), Some(("2001:db8::1".into(), true)));
+        // Between two other servers, or to a name never resolved: nothing of this server's.
+        assert_eq!(
+            peer_of("probe", &rec("10.0.0.7:2811", "10.0.0.8:2811")),
+            None
+        );
+        assert_eq!(peer_of("probe", &rec("dtn1:2811", LOCAL)), None);
+        // A served transfer names the client by address, the server's end by ip:port.
+        let served = rec("10.0.0.1:2811", "10.0.0.9");
+        assert_eq!(peer_of("serve", &served), Some(("10.0.0.9".into(), true)));
+    }
+}
