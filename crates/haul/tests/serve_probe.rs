@@ -72,6 +72,16 @@ fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
         answer.contains("peer=127.0.0.3;dir=received;"),
         "the probed leg is shared: {answer}"
     );
+    // haul route sees the leg peer -> prober that nobody but the probes used.
+    let (j, _) = route_json(
+        &[
+            &format!("ftp://{}/f.bin", peer.addr),
+            &format!("ftp://{}/f.bin", prober.addr),
+        ],
+        &local.path().join("client.sqlite"),
+    );
+    let direct = j["direct_bps"].as_f64().unwrap_or(0.0);
+    assert!(direct > 0.0, "the direct leg is predicted: {j:#}");
     // The peer served the probes; it was told to probe nothing and probed nothing.
     assert!(!records(&qdb, "serve").is_empty());
     assert!(records(&qdb, "probe").is_empty());
