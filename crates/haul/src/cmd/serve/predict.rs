@@ -87,11 +87,16 @@ impl HistoryPredictions {
 }
 
 /// The peer of a record and whether this server sent to it. A `serve` record names the client
-/// by address (no port) and the server's end by `ip:port`. A `probe` record (`haul serve
+/// by address (no port) and the server's end by `ip:port`; one this server relayed (it names a
+/// `next_hop`) is left out. A `probe` record (`haul serve
 /// --probe`, docs/relay.md) is a copy between a peer's `ip:port` and this host (`local`); one
 /// between two other servers (a `haul send` probe in a shared history) says nothing of this
 /// server's legs.
 fn peer_of(kind: &str, r: &TransferRecord) -> Option<(String, bool)> {
+    // A transfer this server relayed ran at the whole chain's pace, not at this leg's.
+    if kind == "serve" && r.params.extra.get("next_hop").is_some_and(|h| !h.is_null()) {
+        return None;
+    }
     if kind == "serve" {
         return Some(if r.destination_host.parse::<IpAddr>().is_ok() {
             (r.destination_host.clone(), true)
@@ -166,7 +171,12 @@ mod tests {
         );
         assert_eq!(peer_of("probe", &rec("dtn1:2811", LOCAL)), None);
         // A served transfer names the client by address, the server's end by ip:port.
-        let served = rec("10.0.0.1:2811", "10.0.0.9");
+        let mut served = rec("10.0.0.1:2811", "10.0.0.9");
+        assert_eq!(peer_of("serve", &served), Some(("10.0.0.9".into(), true)));
+        // Relayed: the chain's rate says nothing of the leg to the client.
+        served.params.extra = serde_json::json!({ "next_hop": "10.0.0.5:2811", "memory": true });
+        assert_eq!(peer_of("serve", &served), None);
+        served.params.extra = serde_json::json!({ "next_hop": null });
         assert_eq!(peer_of("serve", &served), Some(("10.0.0.9".into(), true)));
     }
 }
