@@ -112,6 +112,12 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
     }
 }
 
+/// Whether a recorded transfer went through relays at either end: its rate is the whole
+/// route's, not one leg's.
+pub fn relayed(r: &haul_store::TransferRecord) -> bool {
+    route(&r.source).len() > 1 || route(&r.destination).len() > 1
+}
+
 /// The servers a transfer of `endpoint` passes (`scheme://host:port`, relays first; see
 /// docs/relay.md), or `["local"]` for a local path.
 pub fn route(endpoint: &str) -> Vec<String> {

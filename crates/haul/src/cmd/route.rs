@@ -147,7 +147,7 @@ fn local_legs(rows: &[haul_store::TransferRecord]) -> Vec<Leg> {
     // The history names the client's own end `local`, as the route does (`LOCAL`).
     let mut pairs: BTreeMap<(String, String), Vec<Measurement>> = BTreeMap::new();
     for r in rows {
-        if super::route(&r.source).len() > 1 || super::route(&r.destination).len() > 1 {
+        if super::relayed(r) {
             continue;
         }
         let m = Measurement::new(r.started_at + r.duration_s, r.mean_bps());

@@ -4,7 +4,7 @@
 
 use super::{human_duration, human_rate, parse_since, write_aligned};
 use crate::cmd::{now_unix, parse_bytes};
-use haul_store::{Filter, Outcome, Store, TransferRecord};
+use haul_store::{Filter, Outcome, Store};
 use haul_tune::predict::accuracy::{self, Column, ErrorSummary};
 use haul_tune::predict::{Measurement, Selector};
 use std::collections::BTreeMap;
@@ -109,7 +109,7 @@ fn read(paths: &[PathBuf], args: &PredictArgs) -> anyhow::Result<(Pairs, Corpus)
                 corpus.not_ok += 1;
             } else if r.bytes < args.min_bytes {
                 corpus.small += 1;
-            } else if is_relayed(&r) {
+            } else if crate::cmd::relayed(&r) {
                 // The whole route's throughput, not one leg's.
                 corpus.relayed += 1;
             } else {
@@ -129,10 +129,6 @@ fn read(paths: &[PathBuf], args: &PredictArgs) -> anyhow::Result<(Pairs, Corpus)
         ms.sort_by(|a, b| a.at.total_cmp(&b.at));
     }
     Ok((pairs, corpus))
-}
-
-fn is_relayed(r: &TransferRecord) -> bool {
-    crate::cmd::route(&r.source).len() > 1 || crate::cmd::route(&r.destination).len() > 1
 }
 
 fn pair_name((db, src, dst, transport): &(String, String, String, String)) -> String {

@@ -215,9 +215,9 @@ fn remote(e: &Endpoint) -> Option<RemoteUrl> {
     }
 }
 
-fn open(u: &RemoteUrl, tls: Option<&ClientTls>) -> anyhow::Result<Session> {
+fn open(u: &RemoteUrl, tls: Option<&ClientTls>) -> Result<Session, haul_xfer::XferError> {
     let tls = if u.tls { tls } else { None };
-    Ok(Session::open(u, tls, PasvAddress::ControlPeer)?)
+    Session::open(u, tls, PasvAddress::ControlPeer)
 }
 
 /// Files and bytes under a remote path (a file or a tree).
@@ -230,7 +230,7 @@ fn list_remote(
     if !dir {
         return Ok((1, size));
     }
-    let more = || Session::open(u, tls.filter(|_| u.tls), PasvAddress::ControlPeer);
+    let more = || open(u, tls);
     let (tree, extra) = walk_remote(sess, &u.path, WalkLimits::default(), &more)?;
     extra.into_iter().for_each(Session::quit);
     Ok(totals(&tree))
@@ -299,9 +299,7 @@ pub fn from_history(
 ) -> (Option<Estimate>, Known) {
     let all: Vec<&TransferRecord> = rows
         .iter()
-        .filter(|r| {
-            crate::cmd::route(&r.source).len() <= 1 && crate::cmd::route(&r.destination).len() <= 1
-        })
+        .filter(|r| !crate::cmd::relayed(r))
         .filter(|r| {
             (r.source_host.as_str(), r.destination_host.as_str())
                 == (pair.0.as_str(), pair.1.as_str())
