@@ -88,16 +88,15 @@ impl HistoryPredictions {
 
 /// The peer of a record and whether this server sent to it. A `serve` record names the client
 /// by address (no port) and the server's end by `ip:port`; one this server relayed (it names a
-/// `next_hop`) is left out. A `probe` record (`haul serve
-/// --probe`, docs/relay.md) is a copy between a peer's `ip:port` and this host (`local`); one
+/// `next_hop`) is left out. A `probe` record (`haul serve --probe`, docs/relay.md) is a copy between a peer's `ip:port` and this host (`local`); one
 /// between two other servers (a `haul send` probe in a shared history) says nothing of this
 /// server's legs.
 fn peer_of(kind: &str, r: &TransferRecord) -> Option<(String, bool)> {
-    // A transfer this server relayed ran at the whole chain's pace, not at this leg's.
-    if kind == "serve" && r.params.extra.get("next_hop").is_some_and(|h| !h.is_null()) {
-        return None;
-    }
     if kind == "serve" {
+        // A transfer this server relayed ran at the whole chain's pace, not at this leg's.
+        if r.params.extra.get("next_hop").is_some_and(|h| !h.is_null()) {
+            return None;
+        }
         return Some(if r.destination_host.parse::<IpAddr>().is_ok() {
             (r.destination_host.clone(), true)
         } else {
