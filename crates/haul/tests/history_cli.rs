@@ -262,7 +262,10 @@ fn predict_shows_each_pairs_prediction_and_replay_scores_the_predictors() {
         .iter()
         .map(|p| p["predictor"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["median(5)", "mavg(5)", "ewma(0.3)", "selector"]);
+    assert_eq!(
+        names,
+        ["median(5)", "mavg(5)", "ewma(0.3)", "selector", "hindsight"]
+    );
     // 5 + 8 predicted steps, each by every predictor.
     assert!(preds.iter().all(|p| p["steps"] == 13), "{rep}");
     let median = |i: usize| preds[i]["median"].as_f64().expect("median");
@@ -273,6 +276,10 @@ fn predict_shows_each_pairs_prediction_and_replay_scores_the_predictors() {
     assert!(
         median(3) <= median(1),
         "the selector is no worse than the average: {rep}"
+    );
+    assert!(
+        median(4) <= median(3),
+        "hindsight, which sees later transfers, is no worse than the selector: {rep}"
     );
 
     let table = haul(&[

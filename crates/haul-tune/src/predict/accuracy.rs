@@ -2,6 +2,10 @@
 //! is predicted from the ones before it, as it would have been live, by each candidate and by the
 //! [`Selector`] itself, and the percent errors are summarised as the thesis's Table 5.3 does
 //! (§5.3.5 of 002: mean, median and spread of the % error).
+//!
+//! A last column, [`Column::Hindsight`], is not a predictor: it predicts each measurement by the
+//! median of all the pair's other measurements, later ones included. It shows how noisy the pair
+//! is. A predictor that sees only the past cannot be expected to beat it by much.
 
 use super::{step_error, Measurement, Predictor, Selector};
 
@@ -32,6 +36,8 @@ pub enum Column {
     Candidate(Predictor),
     /// The selector, answering with its recently best candidate.
     Selector,
+    /// Not a predictor: the median of the pair's other measurements, before and after.
+    Hindsight,
 }
 
 impl std::fmt::Display for Column {
@@ -39,11 +45,12 @@ impl std::fmt::Display for Column {
         match self {
             Column::Candidate(p) => write!(f, "{p}"),
             Column::Selector => f.write_str("selector"),
+            Column::Hindsight => f.write_str("hindsight"),
         }
     }
 }
 
-/// The columns of [`replay`] for `selector`.
+/// The columns of [`replay`] for `selector`: its candidates, itself, then [`Column::Hindsight`].
 pub fn columns(selector: &Selector) -> Vec<Column> {
     let mut c: Vec<Column> = selector
         .candidates()
@@ -52,14 +59,17 @@ pub fn columns(selector: &Selector) -> Vec<Column> {
         .map(Column::Candidate)
         .collect();
     c.push(Column::Selector);
+    c.push(Column::Hindsight);
     c
 }
 
 /// Replays one pair's history (oldest first): every valid measurement after the first `warmup`
 /// valid ones is predicted, at its own time, from the measurements before it. Invalid samples are
-/// neither predicted nor used.
+/// neither predicted nor used. The last column ([`Column::Hindsight`]) predicts each step from all
+/// the other valid measurements instead.
 pub fn replay(history: &[Measurement], selector: &Selector, warmup: usize) -> Vec<Step> {
     let valid: Vec<Measurement> = history.iter().copied().filter(|m| m.is_valid()).collect();
+    let everyone = Predictor::Median { n: valid.len() };
     (warmup.max(1)..valid.len())
         .map(|i| {
             let (before, m) = (&valid[..i], valid[i]);
@@ -69,6 +79,8 @@ pub fn replay(history: &[Measurement], selector: &Selector, warmup: usize) -> Ve
                 .map(|p| p.predict(before, m.at).map(|q| q.bps))
                 .collect();
             predicted.push(selector.predict(before, m.at).map(|q| q.bps));
+            let others: Vec<Measurement> = before.iter().chain(&valid[i + 1..]).copied().collect();
+            predicted.push(everyone.predict(&others, m.at).map(|q| q.bps));
             Step {
                 at: m.at,
                 actual: m.bps,
@@ -189,6 +201,26 @@ mod tests {
         assert_eq!(cols[s].to_string(), "selector");
         assert!(median_of(s) <= median_of(m) + 1e-9);
         assert!(median_of(m) < 1e-9, "the median predicts the common value");
+    }
+
+    #[test]
+    fn hindsight_sees_the_later_measurements_too() {
+        // The first 200 after a step: every predictor says 100 (50 % off); hindsight's median of
+        // the other five (100, 100, 200, 200, 200) is 200.
+        let sel = Selector::default();
+        let cols = columns(&sel);
+        assert_eq!(cols.last(), Some(&Column::Hindsight));
+        assert_eq!(Column::Hindsight.to_string(), "hindsight");
+        let steps = replay(
+            &series(&[100.0, 100.0, 200.0, 200.0, 200.0, 200.0]),
+            &sel,
+            1,
+        );
+        let first = steps.iter().find(|s| s.actual == 200.0).unwrap();
+        let errors: Vec<Option<f64>> = first.errors().collect();
+        let (hindsight, rest) = errors.split_last().unwrap();
+        assert_eq!(*hindsight, Some(0.0));
+        assert!(rest.iter().all(|e| *e == Some(50.0)), "{errors:?}");
     }
 
     #[test]
