@@ -34,13 +34,16 @@ THESIS = {  # §5.2.4, Fig. 5.3: goodput in Mbit/s at 10:90 latency, single stre
     "t70": {"direct": 19.6, "split": 26.4, "gain": 35},
     "t90": {"direct": 4.42, "split": 11.1, "gain": 151},
 }
-ORDER = ["haul-direct", "haul-relay", "guc-direct", "leg-ab", "leg-bc"]
+ORDER = ["haul-direct", "haul-relay", "haul-direct-b", "haul-relay-b", "guc-direct", "leg-ab",
+         "leg-bc"]
 LABEL = {
     "haul-direct": "`haul cp` direct",
     "haul-relay": "`haul cp` through the relay on b",
     "guc-direct": "`globus-url-copy` direct",
     "leg-ab": "first leg alone (b fetches from a)",
     "leg-bc": "second leg alone (c fetches from b)",
+    "haul-direct-b": "`haul cp` direct, build B (SRC_HAUL_B)",
+    "haul-relay-b": "`haul cp` through build B's relay on b",
 }
 
 

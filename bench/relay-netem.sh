@@ -23,6 +23,9 @@
 #   guc-direct   c: globus-url-copy -p P ftp://10.78.0.1:2812/DATA/F file:///dev/null
 #   leg-ab       b: haul cp -c 1 -p P ftp://10.78.0.1:2811/F /dev/null      (the first leg alone)
 #   leg-bc       c: haul cp -c 1 -p P ftp://10.78.1.1:2811/F /dev/null      (the second leg alone)
+#   haul-direct-b, haul-relay-b: the same as haul-direct and haul-relay with a second build,
+#                SRC_HAUL_B, as client and as relay (its own relay on 10.78.1.1:2813; the
+#                origin stays SRC_HAUL's): an A/B of two builds in one run, alternating.
 # A scenario runs REPS rounds of its contenders in a fixed order (A B C A B C ...), 2 s apart.
 # Per run: wall time, haul's --json, netem stats before and after (cross traffic, drops), the
 # CPU seconds of the relay, the origin and the emulator daemon, the host's busy share, and
@@ -33,6 +36,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 SRC_HAUL=${SRC_HAUL:-/tmp/target-bench/release/haul}
 BIN=${BIN:-/tmp/relay-bench-bin}              # a copy of the binary, so rebuilds cannot change it
 HAUL=$BIN/haul
+SRC_HAUL_B=${SRC_HAUL_B:-}                    # a second build, for the -b contenders
+HAUL_B=$BIN/haul-b
 PREFIX=${PREFIX:-hrl-}
 STATE=${STATE:-/run/haul-netem-${PREFIX%-}}
 DATA=${DATA:-/dev/shm/relay-bench}
@@ -125,6 +130,7 @@ EOF
 command -v globus-url-copy >/dev/null && [ -x /usr/sbin/globus-gridftp-server ] || { echo "needs globus-url-copy and globus-gridftp-server" >&2; exit 2; }
 mkdir -p "$BIN" "$OUT" "$DATA"
 cp "$SRC_HAUL" "$HAUL.new" && mv "$HAUL.new" "$HAUL"
+if [ -n "$SRC_HAUL_B" ]; then cp "$SRC_HAUL_B" "$HAUL_B.new" && mv "$HAUL_B.new" "$HAUL_B"; fi
 for s in $SCENARIOS; do topology "$s" >/dev/null; done
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/driver.log" >&2; }
 netem() { "$HAUL" netem --state "$STATE" "$@"; }
@@ -210,6 +216,13 @@ scenario() { # name
     start_in b "$d/relay.log" env HAUL_LOG=haul_overlay=info "$HAUL" serve --root "$DATA" --listen "$B:2811" \
         --anonymous --relay-allow "$A:2811" --relay-anonymous --relay-parallelism "$p"
     relay=$LAST_PID
+    local relay_b=""
+    if [ -n "$SRC_HAUL_B" ]; then
+        start_in b "$d/relay-b.log" env HAUL_LOG=haul_overlay=info "$HAUL_B" serve --root "$DATA" \
+            --listen "$B:2813" --anonymous --relay-allow "$A:2811" --relay-anonymous --relay-parallelism "$p"
+        relay_b=$LAST_PID
+        wait_tcp c "$B" 2813
+    fi
     wait_tcp c "$A" 2811; wait_tcp c "$A" 2812; wait_tcp c "$B" 2811
     dpid=$(cat "$STATE/daemon.pid")
     log "origin pid $origin, globus pid $globus, relay pid $relay, emulator pid $dpid"
@@ -225,6 +238,8 @@ scenario() { # name
             guc-direct)  host=c; cmd=(globus-url-copy -p "$p" "ftp://$A:2812$DATA/$f" file:///dev/null) ;;
             leg-ab)      host=b; cmd=("$HAUL" cp -q --json -c 1 -p "$p" --history "$d/history.sqlite" "ftp://$A:2811/$f" /dev/null) ;;
             leg-bc)      host=c; cmd=("$HAUL" cp -q --json -c 1 -p "$p" --history "$d/history.sqlite" "ftp://$B:2811/$f" /dev/null) ;;
+            haul-direct-b) host=c; cmd=("$HAUL_B" cp -q --json -c 1 -p "$p" --history "$d/history-b.sqlite" "ftp://$A:2811/$f" /dev/null) ;;
+            haul-relay-b)  host=c; cmd=("$HAUL_B" cp -q --json -c 1 -p "$p" --history "$d/history-b.sqlite" "ftp://$B:2813/ftp://$A:2811/$f" /dev/null) ;;
             esac
             netem stats --json >"$d/runs/$name.stats0.json"
             ( while :; do
@@ -248,15 +263,15 @@ scenario() { # name
                     (t1 > t0 ? 100 * (b1 - b0) / (t1 - t0) : 0), l }' >>"$OUT/runs.csv"
             log "$s $name: exit $rc, $(tail -1 "$OUT/runs.csv" | cut -d, -f7,8 | awk -F, '{ printf "%s s, %s Mbit/s", $1, $2 }')"
             [ "$rc" = 0 ] || { log "  stderr: $(tail -c 400 "$d/runs/$name.err" | tr '\n' ' ')"; }
-            for pp in "$origin" "$globus" "$relay"; do
+            for pp in "$origin" "$globus" "$relay" $relay_b; do
                 kill -0 "$pp" 2>/dev/null || { log "a server died (pid $pp)"; exit 1; }
             done
             sleep "$GAP_S"
         done
     done
     netem stats --json >"$d/netem-stats-end.json"
-    for pp in "$origin" "$globus" "$relay"; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null; done
-    for pp in "$origin" "$globus" "$relay"; do wait "$pp" 2>/dev/null || true; done
+    for pp in "$origin" "$globus" "$relay" $relay_b; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null || true; done
+    for pp in "$origin" "$globus" "$relay" $relay_b; do wait "$pp" 2>/dev/null || true; done
     pids=()
     netem down --prefix "$PREFIX" >>"$OUT/driver.log" 2>&1
     rm -f "$DATA/$f"

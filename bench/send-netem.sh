@@ -387,7 +387,7 @@ scenario() { # name
         done
     done
     netem stats --json >"$d/netem-stats-end.json"
-    for pp in "$serve" "$globus" "$relay"; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null; done
+    for pp in "$serve" "$globus" "$relay"; do kill -- "-$pp" 2>/dev/null || kill "$pp" 2>/dev/null || true; done
     for pp in "$serve" "$globus" "$relay"; do wait "$pp" 2>/dev/null || true; done
     pids=()
     netem down --prefix "$PREFIX" >>"$OUT/driver.log" 2>&1

@@ -131,12 +131,12 @@ impl Hop for NextHopSession {
     }
 
     fn feat(&mut self, inner: &str) -> Reply {
-        let cmd = if haul_proto::nested::is_nested(inner) {
-            Command::Site(format!("RELAY FEAT {inner}"))
-        } else {
-            Command::Feat
-        };
-        self.command(&cmd)
+        if haul_proto::nested::is_nested(inner) {
+            return self.command(&Command::Site(format!("RELAY FEAT {inner}")));
+        }
+        // The login asked already: no round trip to the next hop for it again.
+        let cached = self.session.as_ref().and_then(|s| s.feat_reply().cloned());
+        cached.unwrap_or_else(|| self.command(&Command::Feat))
     }
 
     fn reusable_for(&self, key: &str) -> bool {

@@ -14,6 +14,20 @@ pub fn is_nested(path: &str) -> bool {
     })
 }
 
+/// The chain of relays a nested path goes through, as text: everything up to the end of the
+/// last `scheme://authority` (`ftp://r2:2811/ftp://origin:2811` for
+/// `/ftp://r2:2811/ftp://origin:2811/data/f`); `None` when the path is not nested. Two paths
+/// with the same chain reach the same server through the same relays as the same users. A file
+/// name containing `://` makes the chain longer than it is, never equal to another's.
+pub fn chain(path: &str) -> Option<&str> {
+    if !is_nested(path) {
+        return None;
+    }
+    let p = path.trim_start_matches('/');
+    let last = p.rfind("://")? + 3;
+    Some(p[last..].find('/').map_or(p, |i| &p[..last + i]))
+}
+
 /// The next leg's settings a client asks a relay for (`OPTS RELAY Parallelism=N;TcpBuffer=B;`,
 /// haul extension): unset values leave the relay's own configuration in force.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +76,28 @@ impl NextLeg {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_nested, NextLeg};
+    use super::{chain, is_nested, NextLeg};
+
+    #[test]
+    fn a_chain_is_the_hops_without_the_file() {
+        assert_eq!(
+            chain("/ftp://r2:2811/ftp://origin:2811/data/f"),
+            Some("ftp://r2:2811/ftp://origin:2811")
+        );
+        assert_eq!(
+            chain("ftp://u:p@origin:2811/a/b"),
+            Some("ftp://u:p@origin:2811")
+        );
+        assert_eq!(chain("/gsiftp://origin"), Some("gsiftp://origin"));
+        assert_eq!(chain("/data/f"), None);
+        assert_eq!(
+            chain("/ftp://o:1/x"),
+            chain("/ftp://o:1/y/z"),
+            "files of one server share a chain"
+        );
+        assert_ne!(chain("/ftp://o:1/x"), chain("/ftp://o:2/x"));
+        assert_ne!(chain("/ftp://a/ftp://o/x"), chain("/ftp://b/ftp://o/x"));
+    }
 
     #[test]
     fn next_leg_options_read_back_and_refuse_nonsense() {

@@ -27,6 +27,8 @@ pub struct Control {
     pub local: SocketAddr,
     /// What the server supports.
     pub features: Features,
+    /// The server's `211` reply to the login's `FEAT`, as it came.
+    pub feat_reply: Option<Reply>,
     /// `host:port` as the user named it, for messages.
     pub name: String,
     /// After login: the commands sent and not yet finally answered, which every reply is
@@ -67,6 +69,7 @@ impl Control {
             peer,
             local,
             features: Features::default(),
+            feat_reply: None,
             name,
             pending: None,
         };
@@ -108,6 +111,7 @@ impl Control {
                 c.send(&cmd)?;
             } else if login.is_done() {
                 c.features = login.features().clone();
+                c.feat_reply = login.feat_reply().cloned();
                 c.pending = Some(Pipeline::new());
                 // Under GSI, data channels are authenticated other than by the default
                 // (DCAU N or S) and stay TLS when asked (globus-url-copy -dcsafe, -dcpriv;
@@ -290,6 +294,25 @@ impl Control {
             return Err(XferError::from_reply(&self.name, cmd, &r));
         }
         Ok(r)
+    }
+
+    /// Sends `cmds` back to back, then reads their replies in order: one round trip for all of
+    /// them. Every reply must be 2yz; the first that is not is the error, once all were read
+    /// (so the next command's reply cannot be mistaken for one of these).
+    pub fn batch(&mut self, cmds: &[Command]) -> Result<Vec<Reply>, XferError> {
+        for c in cmds {
+            self.send(c)?;
+        }
+        let mut replies = Vec::with_capacity(cmds.len());
+        let mut refused = None;
+        for c in cmds {
+            let r = self.final_reply(&mut |_| {})?;
+            if !r.is_success() && refused.is_none() {
+                refused = Some(XferError::from_reply(&self.name, c, &r));
+            }
+            replies.push(r);
+        }
+        refused.map_or(Ok(replies), Err)
     }
 
     /// Sends a command and requires any 2yz reply.

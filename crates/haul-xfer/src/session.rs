@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use haul_proto::command::TransferMode;
-use haul_proto::{Command, RangeSet};
+use haul_proto::{Command, RangeSet, Reply};
 use haul_transport::io::{Sink, Source};
 use haul_transport::mode_e::Progress;
 use haul_transport::net::{DataListener, NetStack, RawConn};
@@ -266,6 +266,12 @@ impl Session {
             ));
         }
         Ok(())
+    }
+
+    /// The server's `211` reply to the login's `FEAT` (after any relay's end features were
+    /// adopted, still the first server's own reply).
+    pub fn feat_reply(&self) -> Option<&Reply> {
+        self.ctl.feat_reply.as_ref()
     }
 
     /// The URL this session was opened for.

@@ -101,6 +101,36 @@ fn one_relay_carries_downloads_uploads_listings_and_checksums() {
     assert_eq!(ck, direct.cmd("CKSM MD5 0 -1 /tree/a.bin"));
 }
 
+/// A relayed file costs one login at the relay and one at the origin: the session `haul cp`
+/// opened to look at the file (and the relay's session to the origin behind it) carries the
+/// transfer too, where a second login cost both legs about five round trips each.
+#[test]
+fn a_relayed_file_logs_in_once_at_each_hop() {
+    let (o, r, local) = (dirs(), dirs(), dirs());
+    let data = random_bytes(3_000_017, 5);
+    fs::write(o.path().join("f.bin"), &data).unwrap();
+    // Two distinct free ports: both held until both are known.
+    let held: Vec<std::net::TcpListener> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let [om, rm] = [0, 1].map(|i| held[i].local_addr().unwrap().to_string());
+    drop(held);
+    let os = serve(o.path(), &["--anonymous", "--metrics", &om]);
+    let rs = relay(r.path(), &["--metrics", &rm]);
+    let dst = local.path().join("f.bin");
+    let url = format!("ftp://{}/ftp://{}/f.bin", rs.addr, os.addr);
+    let s = ok(&cp(
+        &["-p", "2", &url, dst.to_str().unwrap()],
+        &local.path().join("h.sqlite"),
+    ));
+    assert!(s.contains("1 of 1 verified"), "{s}");
+    assert!(fs::read(&dst).unwrap() == data, "relayed download differs");
+    for (who, m) in [("relay", &rm), ("origin", &om)] {
+        let opened = metric(&http_get(m, "/metrics"), "haul_serve_sessions_opened_total");
+        assert_eq!(opened, 1.0, "{who}: sessions opened");
+    }
+}
+
 #[test]
 fn two_relays_in_a_row_carry_both_directions_and_a_mode_s_client() {
     let (o, r1, r2, local) = (dirs(), dirs(), dirs(), dirs());

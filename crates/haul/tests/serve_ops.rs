@@ -6,7 +6,7 @@ mod common;
 use common::haul::*;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -298,21 +298,6 @@ fn drain_timeout_closes_the_transfer_and_it_resumes() {
 }
 
 /// `GET path` on `addr`, the body.
-fn http_get(addr: &str, path: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
-}
-
 /// The prometheus binary, if installed.
 fn prometheus() -> Option<PathBuf> {
     ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]

@@ -106,6 +106,8 @@ pub struct Login {
     in_flight: usize,
     action: Option<Action>,
     features: Features,
+    /// The server's `211` answer to `FEAT`, as it came.
+    feat_reply: Option<Reply>,
 }
 
 impl fmt::Debug for Login {
@@ -155,6 +157,7 @@ impl Login {
             in_flight: 0,
             action: None,
             features: Features::default(),
+            feat_reply: None,
         }
     }
 
@@ -209,6 +212,11 @@ impl Login {
     /// answered with 211).
     pub fn features(&self) -> &Features {
         &self.features
+    }
+
+    /// The server's `211` reply to the login's `FEAT`, for a relay to pass on as it came.
+    pub fn feat_reply(&self) -> Option<&Reply> {
+        self.feat_reply.as_ref()
     }
 
     /// The user name this login sends.
@@ -289,6 +297,7 @@ impl Login {
                 // Any answer but 211 means no features; the login goes on.
                 if r.code == 211 {
                     self.features = Features::parse(&r);
+                    self.feat_reply = Some(r);
                 }
                 // `TYPE I` went out with `FEAT` (queued by `enter`): one round trip for both.
                 self.step = Step::Type;

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use haul_proto::{hostport, Command};
+use haul_proto::{hostport, Command, Reply};
 use haul_transport::mode_e::{Acceptor, Progress};
 use haul_transport::net::{DataListener, RawConn};
 use haul_transport::token::DataToken;
@@ -98,21 +98,31 @@ impl Session {
     /// of this client's own is set up, if the server offers tokens. Server-to-server transfers,
     /// whose data connections run between the two servers, never ask.
     pub(super) fn data_token(&mut self) -> Result<Option<DataToken>, XferError> {
-        if self.token.is_none() && self.ctl.features.dtok {
-            let cmd = Command::Unknown {
-                verb: "DTOK".into(),
-                arg: String::new(),
-            };
+        if let Some(cmd) = self.token_command() {
             let r = self.ctl.expect(&cmd, 200)?;
-            let text = r.text();
-            let hex = text.trim().strip_prefix("DTOK ").unwrap_or_default();
-            let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol {
-                host: self.ctl.name.clone(),
-                reply: r.to_string(),
-            })?;
-            self.token = Some(t);
+            self.take_token(&r)?;
         }
         Ok(self.token)
+    }
+
+    /// The `DTOK` to send when the session has no token yet and the server offers them.
+    pub(super) fn token_command(&self) -> Option<Command> {
+        (self.token.is_none() && self.ctl.features.dtok).then(|| Command::Unknown {
+            verb: "DTOK".into(),
+            arg: String::new(),
+        })
+    }
+
+    /// Keeps the token a `DTOK` reply carries.
+    pub(super) fn take_token(&mut self, r: &Reply) -> Result<(), XferError> {
+        let text = r.text();
+        let hex = text.trim().strip_prefix("DTOK ").unwrap_or_default();
+        let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol {
+            host: self.ctl.name.clone(),
+            reply: r.to_string(),
+        })?;
+        self.token = Some(t);
+        Ok(())
     }
 }
 
@@ -182,6 +192,14 @@ impl Session {
     /// Sends `PASV` and returns where to connect: see [`Session::data_addr`].
     pub(crate) fn pasv(&mut self) -> Result<SocketAddr, XferError> {
         let r = self.ctl.expect(&Command::Pasv, 227)?;
+        self.pasv_reply(&r)
+    }
+
+    /// Where a `227` reply to `PASV` says to connect.
+    pub(crate) fn pasv_reply(&self, r: &Reply) -> Result<SocketAddr, XferError> {
+        if r.code != 227 {
+            return Err(XferError::from_reply(&self.ctl.name, &Command::Pasv, r));
+        }
         let a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
             host: self.ctl.name.clone(),
             reply: r.to_string(),

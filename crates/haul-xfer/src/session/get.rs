@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
+use haul_proto::command::TransferMode;
 use haul_proto::Command;
 use haul_transport::io::Sink;
 use haul_transport::mode_e;
@@ -50,21 +51,29 @@ pub(super) fn retr_of(it: &GetItem<'_>) -> Command {
 }
 
 impl Session {
-    /// Ensures the session is set up to download with `p` streams.
+    /// Ensures the session is set up to download with `p` streams. What it must ask for
+    /// (`MODE E`, `DTOK`, `OPTS RETR`, `SBUF`, `PORT`) goes out as one batch: one round trip,
+    /// where asking one at a time took up to five.
     pub(super) fn ready_download(&mut self, p: &DataParams) -> Result<(), XferError> {
-        self.set_mode_e()?;
         if let DataState::Download { parallelism, .. } = &self.data {
             if *parallelism == p.parallelism {
-                return Ok(());
+                return self.set_mode_e();
             }
         }
-        self.data_token()?;
-        self.ctl.ok(&Command::Opts {
+        let mut cmds = Vec::with_capacity(5);
+        if !self.mode_e {
+            cmds.push(Command::Mode(TransferMode::Extended));
+        }
+        let token = self.token_command().map(|c| {
+            cmds.push(c);
+            cmds.len() - 1
+        });
+        cmds.push(Command::Opts {
             command: "RETR".into(),
             options: format!("Parallelism={0},{0},{0};", p.parallelism),
-        })?;
+        });
         if let Some(b) = p.tcp_buffer {
-            self.ctl.ok(&Command::Sbuf(b as u64))?;
+            cmds.push(Command::Sbuf(b as u64));
         }
         let local = SocketAddr::new(self.ctl.local.ip(), 0);
         let listener = DataListener::bind(self.stack, local, p.tcp_buffer)
@@ -72,11 +81,16 @@ impl Session {
         let addr = listener
             .local_addr()
             .map_err(|e| XferError::io("data listener", e))?;
-        let cmd = if addr.is_ipv4() {
+        cmds.push(if addr.is_ipv4() {
             Command::Port(addr)
         } else {
             Command::Eprt(addr)
-        };
+        });
+        let replies = self.ctl.batch(&cmds)?;
+        self.mode_e = true;
+        if let Some(i) = token {
+            self.take_token(&replies[i])?;
+        }
         // Under GSI the server's connections are accepted and authenticated as they come:
         // a Globus server does that before its 150 (see `early`).
         let early = match self.tls.clone().filter(|t| t.gsi().is_some()) {
@@ -95,7 +109,6 @@ impl Session {
             ),
             None => None,
         };
-        self.ctl.ok(&cmd)?;
         self.data = DataState::Download {
             listener,
             early,

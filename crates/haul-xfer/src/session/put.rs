@@ -3,6 +3,7 @@
 //! them, sending each file while reading the server's restart markers.
 
 use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
+use haul_proto::command::TransferMode;
 use haul_proto::{Command, RangeSet};
 use haul_transport::mode_e::{self, Progress};
 use haul_transport::net::RawConn;
@@ -16,8 +17,8 @@ use crate::tls::ClientTls;
 
 impl Session {
     /// Ensures the session is set up to upload with `p` streams.
+    /// What it must ask for (`MODE E`, `SBUF`, `DTOK`, `PASV`) goes out as one batch.
     pub(super) fn ready_upload(&mut self, p: &DataParams) -> Result<(), XferError> {
-        self.set_mode_e()?;
         if let DataState::Upload {
             cached,
             pending,
@@ -26,14 +27,27 @@ impl Session {
         {
             let ahead = ahead.as_ref().map_or(0, |a| a.0);
             if cached.len() + pending.len() + ahead == p.parallelism as usize {
-                return Ok(());
+                return self.set_mode_e();
             }
         }
-        if let Some(b) = p.tcp_buffer {
-            self.ctl.ok(&Command::Sbuf(b as u64))?;
+        let mut cmds = Vec::with_capacity(4);
+        if !self.mode_e {
+            cmds.push(Command::Mode(TransferMode::Extended));
         }
-        self.data_token()?;
-        let addr = self.pasv()?;
+        if let Some(b) = p.tcp_buffer {
+            cmds.push(Command::Sbuf(b as u64));
+        }
+        let token = self.token_command().map(|c| {
+            cmds.push(c);
+            cmds.len() - 1
+        });
+        cmds.push(Command::Pasv);
+        let replies = self.ctl.batch(&cmds)?;
+        self.mode_e = true;
+        if let Some(i) = token {
+            self.take_token(&replies[i])?;
+        }
+        let addr = self.pasv_reply(replies.last().expect("PASV was sent"))?;
         let mut pending = Vec::with_capacity(p.parallelism as usize);
         for _ in 0..p.parallelism {
             pending.push(

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests that run the real `haul` binary.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -348,4 +348,29 @@ pub fn send_json(
     );
     let j = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     (out, j)
+}
+
+/// The body of `GET PATH` from an HTTP server at `addr` (a `--metrics` endpoint).
+pub fn http_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// A counter or gauge's value in Prometheus text from `haul serve --metrics` (0 when absent).
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .next()
+        .unwrap_or(0.0)
 }
