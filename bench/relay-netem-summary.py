@@ -209,7 +209,7 @@ def main():
         for c in conts:
             v = g[c]
             cr = [d for d in ok if d["contender"] == c]
-            col = lambda k: med([d.get(k) for d in cr if d.get(k) is not None])
+            col = lambda k: med([float(d[k]) for d in cr if d.get(k) not in (None, "")])
             util = col("cross_util")
             row = {
                 "runs": len(v), "median_mbps": m[c], "min": min(v) if v else None,

@@ -3,7 +3,8 @@
 //! `AllowList::from_str` (`--relay-allow`). Nothing may panic; an accepted chain of hops must
 //! parse hop by hop to the end, and no password may show in `redacted()` or `redact()` unless
 //! it is also elsewhere in the text; an accepted allow-list must print to text that parses back
-//! to the same list.
+//! to the same list. `haul_proto::nested::chain` (the client's key for reusing a relayed
+//! session) must not panic and must be a prefix of the path.
 
 #![no_main]
 
@@ -178,6 +179,12 @@ fuzz_target!(|data: &[u8]| {
     );
     if let Some(Ok(hop)) = nested(text) {
         check_chain(text, hop);
+    }
+    // The client's session reuse keys on `chain`: a prefix of the path, present exactly when
+    // the path is nested.
+    match haul_proto::nested::chain(text) {
+        Some(c) => assert!(text.trim_start_matches('/').starts_with(c), "{text:?}"),
+        None => assert!(!haul_proto::nested::is_nested(text), "{text:?}"),
     }
     check_allow(text, data);
 });

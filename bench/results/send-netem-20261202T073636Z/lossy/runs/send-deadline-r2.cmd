@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul send ftp://10.78.0.1:2811/f-8589934592.bin /var/tmp/send-netem-dst/send-deadline-r2/f-8589934592.bin --history /tmp/send-netem-scratch/lossy-send-deadline-r2.sqlite --json --deadline 180s

@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul send ftp://10.78.0.1:2811/f-8589934592.bin /var/tmp/send-netem-dst/send-warm-r2/f-8589934592.bin --history /work/main/bench/results/send-netem-20261202T073636Z/lossy/history-warm.sqlite --json
