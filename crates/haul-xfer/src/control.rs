@@ -297,17 +297,20 @@ impl Control {
     }
 
     /// Sends `cmds` back to back, then reads their replies in order: one round trip for all of
-    /// them. Every reply must be 2yz; the first that is not is the error, once all were read
-    /// (so the next command's reply cannot be mistaken for one of these).
-    pub fn batch(&mut self, cmds: &[Command]) -> Result<Vec<Reply>, XferError> {
-        for c in cmds {
+    /// them. Each reply must have the code given with its command, or be any 2yz where none is
+    /// given (as [`Control::expect`] and [`Control::ok`]); the first that does not is the
+    /// error, once all were read (so the next command's reply cannot be mistaken for one of
+    /// these).
+    pub fn batch(&mut self, cmds: &[(Command, Option<u16>)]) -> Result<Vec<Reply>, XferError> {
+        for (c, _) in cmds {
             self.send(c)?;
         }
         let mut replies = Vec::with_capacity(cmds.len());
         let mut refused = None;
-        for c in cmds {
+        for (c, code) in cmds {
             let r = self.final_reply(&mut |_| {})?;
-            if !r.is_success() && refused.is_none() {
+            let good = code.map_or(r.is_success(), |code| r.code == code);
+            if !good && refused.is_none() {
                 refused = Some(XferError::from_reply(&self.name, c, &r));
             }
             replies.push(r);

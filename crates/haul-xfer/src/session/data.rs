@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use haul_proto::command::TransferMode;
 use haul_proto::{hostport, Command, Reply};
 use haul_transport::mode_e::{Acceptor, Progress};
 use haul_transport::net::{DataListener, RawConn};
@@ -105,8 +106,34 @@ impl Session {
         Ok(self.token)
     }
 
+    /// Sets a data channel up in one round trip: `MODE E` unless the session is in it, `DTOK`
+    /// when the session has no token yet, then `cmds` (each with the reply code it needs, or
+    /// `None` for any 2yz). Returns the reply to the last of `cmds`.
+    pub(super) fn ready_data(
+        &mut self,
+        cmds: Vec<(Command, Option<u16>)>,
+    ) -> Result<Reply, XferError> {
+        let mut all = Vec::with_capacity(cmds.len() + 2);
+        if !self.mode_e {
+            all.push((Command::Mode(TransferMode::Extended), Some(200)));
+        }
+        let token = self.token_command().map(|c| {
+            all.push((c, Some(200)));
+            all.len() - 1
+        });
+        all.extend(cmds);
+        let mut replies = self.ctl.batch(&all)?;
+        self.mode_e = true;
+        if let Some(i) = token {
+            self.take_token(&replies[i])?;
+        }
+        replies
+            .pop()
+            .ok_or_else(|| XferError::Usage("a data channel set up with no command".into()))
+    }
+
     /// The `DTOK` to send when the session has no token yet and the server offers them.
-    pub(super) fn token_command(&self) -> Option<Command> {
+    fn token_command(&self) -> Option<Command> {
         (self.token.is_none() && self.ctl.features.dtok).then(|| Command::Unknown {
             verb: "DTOK".into(),
             arg: String::new(),
@@ -114,7 +141,7 @@ impl Session {
     }
 
     /// Keeps the token a `DTOK` reply carries.
-    pub(super) fn take_token(&mut self, r: &Reply) -> Result<(), XferError> {
+    fn take_token(&mut self, r: &Reply) -> Result<(), XferError> {
         let text = r.text();
         let hex = text.trim().strip_prefix("DTOK ").unwrap_or_default();
         let t = DataToken::from_hex(hex).ok_or_else(|| XferError::Protocol {
@@ -197,9 +224,6 @@ impl Session {
 
     /// Where a `227` reply to `PASV` says to connect.
     pub(crate) fn pasv_reply(&self, r: &Reply) -> Result<SocketAddr, XferError> {
-        if r.code != 227 {
-            return Err(XferError::from_reply(&self.ctl.name, &Command::Pasv, r));
-        }
         let a = hostport::find_in_reply(&r.text()).ok_or_else(|| XferError::Protocol {
             host: self.ctl.name.clone(),
             reply: r.to_string(),

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
-use haul_proto::command::TransferMode;
 use haul_proto::Command;
 use haul_transport::io::Sink;
 use haul_transport::mode_e;
@@ -60,20 +59,15 @@ impl Session {
                 return self.set_mode_e();
             }
         }
-        let mut cmds = Vec::with_capacity(5);
-        if !self.mode_e {
-            cmds.push(Command::Mode(TransferMode::Extended));
-        }
-        let token = self.token_command().map(|c| {
-            cmds.push(c);
-            cmds.len() - 1
-        });
-        cmds.push(Command::Opts {
-            command: "RETR".into(),
-            options: format!("Parallelism={0},{0},{0};", p.parallelism),
-        });
+        let mut cmds = vec![(
+            Command::Opts {
+                command: "RETR".into(),
+                options: format!("Parallelism={0},{0},{0};", p.parallelism),
+            },
+            None,
+        )];
         if let Some(b) = p.tcp_buffer {
-            cmds.push(Command::Sbuf(b as u64));
+            cmds.push((Command::Sbuf(b as u64), None));
         }
         let local = SocketAddr::new(self.ctl.local.ip(), 0);
         let listener = DataListener::bind(self.stack, local, p.tcp_buffer)
@@ -81,16 +75,13 @@ impl Session {
         let addr = listener
             .local_addr()
             .map_err(|e| XferError::io("data listener", e))?;
-        cmds.push(if addr.is_ipv4() {
+        let port = if addr.is_ipv4() {
             Command::Port(addr)
         } else {
             Command::Eprt(addr)
-        });
-        let replies = self.ctl.batch(&cmds)?;
-        self.mode_e = true;
-        if let Some(i) = token {
-            self.take_token(&replies[i])?;
-        }
+        };
+        cmds.push((port, None));
+        self.ready_data(cmds)?;
         // Under GSI the server's connections are accepted and authenticated as they come:
         // a Globus server does that before its 150 (see `early`).
         let early = match self.tls.clone().filter(|t| t.gsi().is_some()) {

@@ -3,7 +3,6 @@
 //! them, sending each file while reading the server's restart markers.
 
 use haul_proto::client::{Direction, FileEvent, FileOp, Transfers};
-use haul_proto::command::TransferMode;
 use haul_proto::{Command, RangeSet};
 use haul_transport::mode_e::{self, Progress};
 use haul_transport::net::RawConn;
@@ -30,24 +29,13 @@ impl Session {
                 return self.set_mode_e();
             }
         }
-        let mut cmds = Vec::with_capacity(4);
-        if !self.mode_e {
-            cmds.push(Command::Mode(TransferMode::Extended));
-        }
+        let mut cmds = Vec::with_capacity(2);
         if let Some(b) = p.tcp_buffer {
-            cmds.push(Command::Sbuf(b as u64));
+            cmds.push((Command::Sbuf(b as u64), None));
         }
-        let token = self.token_command().map(|c| {
-            cmds.push(c);
-            cmds.len() - 1
-        });
-        cmds.push(Command::Pasv);
-        let replies = self.ctl.batch(&cmds)?;
-        self.mode_e = true;
-        if let Some(i) = token {
-            self.take_token(&replies[i])?;
-        }
-        let addr = self.pasv_reply(replies.last().expect("PASV was sent"))?;
+        cmds.push((Command::Pasv, Some(227)));
+        let pasv = self.ready_data(cmds)?;
+        let addr = self.pasv_reply(&pasv)?;
         let mut pending = Vec::with_capacity(p.parallelism as usize);
         for _ in 0..p.parallelism {
             pending.push(
