@@ -297,7 +297,6 @@ fn drain_timeout_closes_the_transfer_and_it_resumes() {
     );
 }
 
-/// `GET path` on `addr`, the body.
 /// The prometheus binary, if installed.
 fn prometheus() -> Option<PathBuf> {
     ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]

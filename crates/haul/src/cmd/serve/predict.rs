@@ -88,9 +88,9 @@ impl HistoryPredictions {
 
 /// The peer of a record and whether this server sent to it. A `serve` record names the client
 /// by address (no port) and the server's end by `ip:port`; one this server relayed (it names a
-/// `next_hop`) is left out. A `probe` record (`haul serve --probe`, docs/relay.md) is a copy between a peer's `ip:port` and this host (`local`); one
-/// between two other servers (a `haul send` probe in a shared history) says nothing of this
-/// server's legs.
+/// `next_hop`) is left out. A `probe` record (`haul serve --probe`, docs/relay.md) is a copy
+/// between a peer's `ip:port` and this host (`local`); one between two other servers (a `haul
+/// send` probe in a shared history) says nothing of this server's legs.
 fn peer_of(kind: &str, r: &TransferRecord) -> Option<(String, bool)> {
     if kind == "serve" {
         // A transfer this server relayed ran at the whole chain's pace, not at this leg's.
