@@ -480,6 +480,56 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_reads_every_reply_and_names_the_first_refusal() {
+        // After USER (230: no PASS), FEAT and TYPE I: MODE E wants exactly 200 (202 is
+        // refused), OPTS any 2yz (500 is refused too, but MODE E came first), SBUF any 2yz.
+        // Every reply is read, so the NOOP after the batch gets its own.
+        let (url, h) = serve(
+            "220 hi\r\n",
+            &[
+                "230 in\r\n",
+                "211 none\r\n",
+                "200 I\r\n",
+                "202 not needed\r\n",
+                "500 no\r\n",
+                "200 ok\r\n",
+                "200 noop\r\n",
+            ],
+        );
+        let mut c = connect(&url).unwrap();
+        let cmds = [
+            (
+                Command::Mode(haul_proto::command::TransferMode::Extended),
+                Some(200),
+            ),
+            (
+                Command::Opts {
+                    command: "RETR".into(),
+                    options: "Parallelism=2,2,2;".into(),
+                },
+                None,
+            ),
+            (Command::Sbuf(1 << 20), None),
+        ];
+        let e = c.batch(&cmds).err().unwrap();
+        assert!(
+            matches!(&e, XferError::Refused { command, .. } if command == "MODE E"),
+            "{e}"
+        );
+        assert_eq!(c.ok(&Command::Noop).unwrap().text().trim(), "noop");
+        let read = h.join().unwrap();
+        assert_eq!(
+            read[3..],
+            [
+                "MODE E",
+                "OPTS RETR Parallelism=2,2,2;",
+                "SBUF 1048576",
+                "NOOP"
+            ]
+        );
+    }
+
+    #[test]
     fn a_reply_read_with_no_command_outstanding_is_a_protocol_error() {
         // After login the server answers NOOP twice; the second 200 answers nothing.
         let (url, _) = serve(
