@@ -17,14 +17,17 @@ fn origin(root: &Path) -> Serve {
     serve(root, &["--anonymous", "--anonymous-write"])
 }
 
+/// A relay's flags: anonymous users may relay to loopback next hops.
+const RELAY: [&str; 4] = [
+    "--anonymous",
+    "--relay-allow",
+    "127.0.0.1",
+    "--relay-anonymous",
+];
+
 /// A relay for anonymous users to loopback next hops, with `extra` flags.
 fn relay(root: &Path, extra: &[&str]) -> Serve {
-    let mut args = vec![
-        "--anonymous",
-        "--relay-allow",
-        "127.0.0.1",
-        "--relay-anonymous",
-    ];
+    let mut args = RELAY.to_vec();
     args.extend_from_slice(extra);
     serve(root, &args)
 }
@@ -109,14 +112,8 @@ fn a_relayed_file_logs_in_once_at_each_hop() {
     let (o, r, local) = (dirs(), dirs(), dirs());
     let data = random_bytes(3_000_017, 5);
     fs::write(o.path().join("f.bin"), &data).unwrap();
-    // Two distinct free ports: both held until both are known.
-    let held: Vec<std::net::TcpListener> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let [om, rm] = [0, 1].map(|i| held[i].local_addr().unwrap().to_string());
-    drop(held);
-    let os = serve(o.path(), &["--anonymous", "--metrics", &om]);
-    let rs = relay(r.path(), &["--metrics", &rm]);
+    let (os, om) = serve_with_metrics(o.path(), &["--anonymous"]);
+    let (rs, rm) = serve_with_metrics(r.path(), &RELAY);
     let dst = local.path().join("f.bin");
     let url = format!("ftp://{}/ftp://{}/f.bin", rs.addr, os.addr);
     let s = ok(&cp(

@@ -42,6 +42,33 @@ impl Drop for Serve {
 
 /// Starts `haul serve --root ROOT` with `extra` flags and waits for its listen line.
 pub fn serve(root: &Path, extra: &[&str]) -> Serve {
+    let (child, addr) = listening(serve_command(root, extra), "haul serve: listening on ");
+    Serve { child, addr }
+}
+
+/// As [`serve`], with Prometheus metrics on a port of the server's choosing: the server and
+/// the metrics endpoint's `host:port`.
+pub fn serve_with_metrics(root: &Path, extra: &[&str]) -> (Serve, String) {
+    let mut cmd = serve_command(root, extra);
+    cmd.args(["--metrics", "127.0.0.1:0"]);
+    let (child, mut found) = listening_lines(
+        cmd,
+        &[
+            "haul serve: listening on ",
+            "haul serve: metrics on http://",
+        ],
+    );
+    let metrics = found.pop().expect("metrics line");
+    let metrics = metrics
+        .strip_suffix("/metrics")
+        .unwrap_or(&metrics)
+        .to_string();
+    let addr = found.pop().expect("listen line");
+    (Serve { child, addr }, metrics)
+}
+
+/// `haul serve --listen 127.0.0.1:0 --root ROOT EXTRA`, without history unless asked.
+fn serve_command(root: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_haul"));
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(root)
@@ -50,8 +77,7 @@ pub fn serve(root: &Path, extra: &[&str]) -> Serve {
     if !extra.contains(&"--history") {
         cmd.arg("--no-history");
     }
-    let (child, addr) = listening(cmd, "haul serve: listening on ");
-    Serve { child, addr }
+    cmd
 }
 
 /// `haul serve --anonymous` over `root` that relays for loopback clients anonymously.
@@ -183,22 +209,32 @@ pub fn route_json(args: &[&str], hist: &Path) -> (serde_json::Value, String) {
 }
 
 /// Starts `cmd`, a haul server, and reads the address from its first line, `PREFIX ADDR`.
-pub fn listening(mut cmd: Command, prefix: &str) -> (Child, String) {
+pub fn listening(cmd: Command, prefix: &str) -> (Child, String) {
+    let (child, mut found) = listening_lines(cmd, &[prefix]);
+    (child, found.remove(0))
+}
+
+/// Starts `cmd`, a haul server, and reads one line per prefix from its output, in order,
+/// each `PREFIX VALUE`; returns the values.
+pub fn listening_lines(mut cmd: Command, prefixes: &[&str]) -> (Child, Vec<String>) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("start the server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("listen line");
-    let addr = line
-        .trim()
-        .strip_prefix(prefix)
-        .expect("listen line")
-        .to_string();
-    (child, addr)
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let found = prefixes
+        .iter()
+        .map(|prefix| {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("the server's line");
+            line.trim()
+                .strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("expected {prefix:?}, got {line:?}"))
+                .to_string()
+        })
+        .collect();
+    (child, found)
 }
 
 /// Runs `haul cp ARGS --history HISTORY`, echoing its output for failure diagnosis.
