@@ -103,11 +103,13 @@ fn send_probes_a_configured_relay_through_itself_and_the_next_send_reads_the_his
 
 #[test]
 fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_byte() {
+    // The relay's trial, last and leading, runs on as the copy.
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     fs::create_dir_all(&root).unwrap();
-    // Four warm-ups' worth per candidate (direct, the relay): 256 MiB at least.
-    let len = 260usize << 20;
+    // Four warm-ups' worth per candidate (direct, the relay): 256 MiB at least; more than two
+    // trials move.
+    let len = 400usize << 20;
     let body = random_bytes(len, 11);
     fs::write(root.join("f.bin"), &body).unwrap();
     let origin = serve(&root, &["--anonymous"]);
@@ -115,15 +117,21 @@ fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_
     let config = dir.path().join("config");
     let hist = dir.path().join("h.sqlite");
     let a = dir.path().join("a.bin");
-    // TCP downloads slowed to 40 MB/s: the direct trial (5 s of data) cannot finish the file.
+    // Direct TCP downloads slowed to 20 MB/s, relayed ones to 40: neither trial (5 s of data)
+    // can finish the file, and the relay's leads.
     let (out, j) = send_json(
         &format!("ftp://{}/f.bin", origin.addr),
         &a,
         &hist,
-        &["--relays", &relay.addr],
+        // TCP only: PLUT, not slowed, would win the plan.
+        &["--relays", &relay.addr, "--transports", "tcp"],
         &[
             ("XDG_CONFIG_HOME", config.to_str().unwrap()),
-            ("FAILPOINTS", "xfer::tcp_sink_rate=return(40000000)"),
+            (
+                "FAILPOINTS",
+                "xfer::direct_tcp_sink_rate=return(20000000);\
+                 xfer::relayed_tcp_sink_rate=return(40000000)",
+            ),
         ],
     );
     assert!(out.status.success(), "{j:#}");
@@ -141,7 +149,23 @@ fn a_large_transfer_tries_direct_and_the_relay_on_the_real_data_and_keeps_every_
         "{j:#}"
     );
     assert_eq!(attempts[1]["route"], format!("via {}", relay.addr), "{j:#}");
-    assert_eq!(attempts[1]["trial"], true, "{j:#}");
+    assert_eq!(attempts[1]["trial"], false, "ran on as the copy: {j:#}");
+    assert_eq!(attempts[1]["stopped"], Value::Null, "{j:#}");
+    assert_eq!(attempts.len(), 2, "{j:#}");
+    assert_eq!(j["chosen"]["route"], attempts[1]["route"], "{j:#}");
+    assert!(attempts[1]["predicted_bps"].as_f64().is_some(), "{j:#}");
+    // Its time after the plan chose it is transfer time, not profiling.
+    let st = &j["stages"];
+    let (profile, transfer) = (
+        st["profile_s"].as_f64().unwrap(),
+        st["transfer_s"].as_f64().unwrap(),
+    );
+    assert!(transfer > 0.0, "{j:#}");
+    let trials: f64 = attempts
+        .iter()
+        .map(|a| a["seconds"].as_f64().unwrap())
+        .sum();
+    assert!((profile + transfer - trials).abs() < 1.0, "{j:#}");
     // What the first trial moved was kept: the later copies brought only the rest (blocks in
     // flight when a trial stopped may come again).
     let moved: u64 = attempts.iter().map(|a| a["bytes"].as_u64().unwrap()).sum();

@@ -129,7 +129,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         trials.then_some("tcp"),
     );
     let start = if trials {
-        trial::run(&args, &req, &mut found)?
+        stages.profile_s = t.elapsed().as_secs_f64();
+        trial::run(&args, &req, &remaining(&req, &stages), &mut found)?
     } else {
         probes.extend(probe::unknown_routes(
             &mut found,
@@ -139,7 +140,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         trial::Start::default()
     };
     routes::split_threshold(&mut found, args.request.route.threshold);
-    stages.profile_s = t.elapsed().as_secs_f64();
+    // A trial that ran on as the copy moved data after the plan chose it: transfer time.
+    stages.profile_s = t.elapsed().as_secs_f64() - start.moved_s;
+    stages.transfer_s = start.moved_s;
     let t = Instant::now();
     let wf = workflow::plan(&remaining(&req, &stages), &found.facts).context("planning")?;
     stages.plan_s = t.elapsed().as_secs_f64();
@@ -156,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     stages.profile_s += t.elapsed().as_secs_f64();
     let t = Instant::now();
     let (copied, attempts, wf) = transfer(&args, &req, &mut found, (wf, start), &settings)?;
-    stages.transfer_s = t.elapsed().as_secs_f64();
+    stages.transfer_s += t.elapsed().as_secs_f64();
     let out = report::Sent {
         req: &req,
         found: &found,
@@ -200,11 +203,21 @@ pub struct Attempt {
 }
 
 /// Stops a copy whose rate over the last `window` seconds stays under [`REPLAN_FRACTION`] of
-/// `predicted` while another workflow is predicted faster (`alternative`) than it gets; the
-/// first half window (connections, slow start) is not judged.
-fn watchdog(predicted: f64, alternative: f64, window: f64) -> super::cp::Watchdog {
+/// `predicted` while another workflow is predicted faster (`alternative`) than it gets (the
+/// first half window, connections and slow start, is not judged), or that falls behind a
+/// `rival` measured on the real data ([`trial::losing`]). None when neither can apply.
+fn watchdog(
+    (predicted, alternative): (Option<f64>, Option<f64>),
+    rival: Option<f64>,
+    window: f64,
+) -> Option<super::cp::Watchdog> {
+    let behind = predicted.zip(alternative);
+    if behind.is_none() && rival.is_none() {
+        return None;
+    }
     let mut seen: std::collections::VecDeque<(f64, u64)> = Default::default();
-    super::cp::Watchdog(Box::new(move |s| {
+    let mut slow = move |s: &haul_xfer::engine::Sample| {
+        let (predicted, alternative) = behind?;
         seen.push_back((s.t_s, s.bytes));
         while seen.front().is_some_and(|(t, _)| *t <= s.t_s - window) {
             seen.pop_front();
@@ -222,7 +235,10 @@ fn watchdog(predicted: f64, alternative: f64, window: f64) -> super::cp::Watchdo
                 alternative / 1e6
             )
         })
-    }))
+    };
+    let (_, dog) =
+        steady::watched(move |st, s| slow(s).or_else(|| rival.and_then(|r| trial::losing(st, r))));
+    Some(dog)
 }
 
 /// The best prediction of a runnable combination other than `c`.
@@ -262,12 +278,17 @@ fn transfer(
         let same = first
             .as_deref()
             .is_none_or(|t| t == found.facts.transports[chosen.transport].name);
-        let dog = match (chosen.predicted_bps, alternative(&wf, &chosen)) {
-            (Some(p), Some(alt)) if attempts.len() < MAX_REPLANS && args.replan_window > 0.0 => {
-                Some(watchdog(p, alt, args.replan_window))
-            }
-            _ => None,
-        };
+        // Trials are not re-plans.
+        let replans = attempts.iter().filter(|a| !a.trial).count();
+        let dog = (replans < MAX_REPLANS && args.replan_window > 0.0)
+            .then(|| {
+                watchdog(
+                    (chosen.predicted_bps, alternative(&wf, &chosen)),
+                    trial::rival(&found.facts, &wf, &chosen),
+                    args.replan_window,
+                )
+            })
+            .flatten();
         let mut copied = copy(
             args,
             req,

@@ -490,6 +490,21 @@ fn set_estimate(found: &mut Found, i: usize, run: &ProbeRun) {
     known.source = format!("the probe's ({})", human_rate(run.bps));
 }
 
+/// The settings of the fastest recent transfer of `transport` on this pair, haul cp's defaults
+/// when there is none: what a copy that is not tuned runs with.
+pub fn from_history(found: &Found, transport: &str) -> Settings {
+    let known = found.best.get(transport).cloned().unwrap_or_default();
+    Settings {
+        parallelism: known.parallelism,
+        tcp_buffer: known.tcp_buffer,
+        source: if known.source.is_empty() {
+            "nothing known of this pair".into()
+        } else {
+            known.source
+        },
+    }
+}
+
 /// The settings for the chosen workflow: for TCP on the direct route with time left, FastProf
 /// over the stream count from the history's best (or a random start, as 000 §4.5.3 does without
 /// one), keeping the best point measured; otherwise the history's best settings.
@@ -502,15 +517,7 @@ pub fn tune(
 ) -> Settings {
     let t = &found.facts.transports[chosen.transport];
     let known = found.best.get(&t.name).cloned().unwrap_or_default();
-    let from_history = Settings {
-        parallelism: known.parallelism,
-        tcp_buffer: known.tcp_buffer,
-        source: if known.source.is_empty() {
-            "nothing known of this pair".into()
-        } else {
-            known.source.clone()
-        },
-    };
+    let from_history = from_history(found, &t.name);
     let rate = t.estimate.as_ref().map_or(0.0, |e| e.bps);
     let per = PROBE_S.0.max(left / MAX_TUNE_PROBES as f64).min(PROBE_S.1);
     let probes = ((left / per) as usize).min(MAX_TUNE_PROBES);
