@@ -1,0 +1,1 @@
+/tmp/send-bench-bin/haul cp -r --json ftp://10.78.1.1:2811/ftp://10.78.0.1:2812/dev/shm/send-bench/f-268435456.bin /var/tmp/send-netem-dst/cp-relay-r1/f-268435456.bin --history /tmp/send-netem-scratch/chain-cp-relay-r1.sqlite

@@ -1,0 +1,1 @@
+env XDG_CONFIG_HOME=/work/main/bench/results/send-netem-20261202T103703Z/chain/config /tmp/send-bench-bin/haul send ftp://10.78.0.1:2812/dev/shm/send-bench/f-268435456.bin /var/tmp/send-netem-dst/send-cold-r6/f-268435456.bin --history /tmp/send-netem-scratch/chain-send-cold-r6.sqlite --json
