@@ -23,7 +23,7 @@ enum Command {
     /// Serve a directory tree over GridFTP (and haul's TLS dialect).
     Serve(cmd::serve::Args),
     /// Copy files or trees between local paths and GridFTP / haul servers.
-    Cp(cmd::cp::Args),
+    Cp(Box<cmd::cp::Args>),
     /// Run haul's main job on an embedded default: a loopback server, a sample dataset, a verified transfer.
     Demo(cmd::demo::Args),
     /// List and filter the history of transfers.
@@ -43,7 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Send(a) => cmd::send::run(a),
         Command::Plan(a) => cmd::send::run_plan(a),
         Command::Serve(a) => cmd::serve::run(a),
-        Command::Cp(a) => cmd::cp::run(a),
+        Command::Cp(a) => cmd::cp::run(*a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Route(a) => cmd::route::run(a),

@@ -132,6 +132,75 @@ fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
     assert!(std::fs::read(&dst2).unwrap() == data);
 }
 
+/// `haul cp --route auto` re-routes a copy that falls far behind its route's prediction: a
+/// relayed download slowed to 0.5 MB/s (4 Mb/s, against a prediction of 150) moves direct
+/// (predicted 10), and a direct one slowed to 0.2 MB/s, kept direct by the threshold, moves
+/// through the chain; each continues from what arrived and verifies.
+#[test]
+fn cp_route_auto_reroutes_a_copy_far_below_its_prediction_and_verifies() {
+    let local = dirs();
+    let data = random_bytes(4 << 20, 13);
+    let chain = Chain::start(&data);
+    let (oaddr, raddr) = (chain.origin.addr.clone(), chain.relay.addr.clone());
+    let src = format!("ftp://{oaddr}/f.bin");
+    for (name, slow, extra, from, to) in [
+        (
+            "relayed",
+            "xfer::relayed_tcp_sink_rate=return(500000)",
+            &[][..],
+            vec![raddr.clone(), oaddr.clone()],
+            vec![oaddr.clone()],
+        ),
+        (
+            "direct",
+            "xfer::direct_tcp_sink_rate=return(200000)",
+            &["--threshold", "20"][..],
+            vec![oaddr.clone()],
+            vec![raddr.clone(), oaddr.clone()],
+        ),
+    ] {
+        let dst = local.path().join(format!("{name}.bin"));
+        let hist = local.path().join(format!("{name}.sqlite"));
+        let args = [
+            &[
+                "--route",
+                "auto",
+                "--relays",
+                &raddr,
+                "--reroute-window",
+                "1s",
+            ][..],
+            extra,
+            &["--json", &src, dst.to_str().unwrap()][..],
+        ]
+        .concat();
+        let out = cp_env(&args, &hist, &[("FAILPOINTS", slow)]);
+        assert!(out.status.success(), "{name}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &j["rerouted"];
+        assert!(
+            r["why"].as_str().unwrap().contains("under half"),
+            "{name}: {j:#}"
+        );
+        let urls = |hops: &[String]| -> Vec<String> {
+            hops.iter().map(|h| format!("ftp://{h}")).collect()
+        };
+        assert_eq!(r["from"], serde_json::json!(urls(&from)), "{name}: {j:#}");
+        assert_eq!(
+            j["route"]["source"],
+            serde_json::json!(urls(&to)),
+            "{name}: {j:#}"
+        );
+        let first = r["bytes"].as_u64().unwrap();
+        assert!(first > 0 && first < data.len() as u64, "{name}: {j:#}");
+        assert_eq!(j["verified_files"], 1, "{name}: {j:#}");
+        assert!(
+            std::fs::read(&dst).unwrap() == data,
+            "{name}: the copy differs"
+        );
+    }
+}
+
 fn dirs() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use haul_xfer::Endpoint;
 
 pub use args::{Args, Watchdog};
+pub use watch::falling_behind;
 
 /// Runs `haul cp`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -41,23 +42,87 @@ pub struct Copied {
 pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
     let events = progress::Events::for_args(&args);
     args.events = events.clone();
-    let r = copy_with(args);
+    let r = routed(args);
     if let Some(e) = events {
         e.end(&r);
     }
     r
 }
 
-/// [`copy`], with the events already in `args`.
-fn copy_with(mut args: Args) -> anyhow::Result<Copied> {
-    let (src, dst, chosen) = crate::cmd::route::for_cp(
-        &args.src,
-        &args.dst,
+/// [`copy`] on the route `--route` names or chooses. With `--route auto`, a copy that falls far
+/// behind its route's prediction while the other route is predicted faster
+/// ([`falling_behind`] over `--reroute-window`) is stopped and continues, once, on the other
+/// route from what arrived (`--resume`): through the best chain when it went direct below
+/// the threshold, direct when it went through relays.
+fn routed(mut args: Args) -> anyhow::Result<Copied> {
+    let (src, dst) = (args.src.clone(), args.dst.clone());
+    let (s, d, chosen) = crate::cmd::route::for_cp(
+        &src,
+        &dst,
         &args.route,
         &args.route_choice,
         &args.history,
         &args.ca,
     )?;
+    let other = chosen.as_ref().and_then(other_route);
+    let watch = args.watchdog.is_none() && args.reroute_window > 0.0;
+    if let (Some(r), Some((_, alt_bps)), true) = (&chosen, &other, watch) {
+        let mut behind = falling_behind(r.predicted_bps, *alt_bps, args.reroute_window);
+        args.watchdog = Some(Watchdog(Box::new(move |x| behind(x))));
+    }
+    let first = copy_with(args, (s, d, chosen))?;
+    let (Some(stop), Some((relays, alt_bps))) = (&first.stopped, other) else {
+        return Ok(first);
+    };
+    let mut args = first.args;
+    let ids: Vec<&str> = relays.iter().map(String::as_str).collect();
+    let urls = crate::cmd::route::relay_urls(ids, &src, &dst)?;
+    let (s, d) = crate::cmd::route::through(&src, &dst, &urls.iter().collect::<Vec<_>>())?;
+    if !args.quiet && !args.json {
+        eprintln!("haul cp: re-routing: {}", stop.why);
+    }
+    args.rerouted = Some(serde_json::json!({
+        "from": crate::cmd::route(&args.src),
+        "why": stop.why,
+        "bytes": first.summary.bytes,
+        "seconds": first.summary.duration_s,
+    }));
+    args.chosen = (!relays.is_empty()).then(|| (relays.clone(), alt_bps));
+    (args.watchdog, args.resume) = (None, true);
+    args.only = Some(stop.missing.iter().cloned().collect());
+    let mut then = copy_with(args, (s, d, None))?;
+    let (a, b) = (&first.summary, &mut then.summary);
+    b.files += a.files;
+    b.verified += a.verified;
+    b.bytes += a.bytes;
+    b.duration_s += a.duration_s;
+    Ok(then)
+}
+
+/// The route a `--route auto` copy would re-route to, with its prediction: the best chain
+/// when it went direct under the threshold, direct when it went through relays.
+fn other_route(r: &haul_overlay::route::Route) -> Option<(Vec<String>, f64)> {
+    use haul_overlay::route::Reason;
+    match &r.reason {
+        Reason::BelowThreshold {
+            best_chain,
+            chain_bps,
+            ..
+        } => {
+            let relays = best_chain.get(1..best_chain.len().saturating_sub(1))?;
+            (!relays.is_empty()).then(|| (relays.to_vec(), *chain_bps))
+        }
+        _ if !r.relays().is_empty() => r.direct_bps.map(|d| (Vec::new(), d)),
+        _ => None,
+    }
+}
+
+/// One copy on the route already resolved: its source, destination and the route `--route
+/// auto` chose.
+fn copy_with(
+    mut args: Args,
+    (src, dst, chosen): (String, String, Option<haul_overlay::route::Route>),
+) -> anyhow::Result<Copied> {
     if let Some(r) = &chosen {
         tracing::info!(hops = ?r.hops, predicted_bps = r.predicted_bps, "route chosen");
         if !r.relays().is_empty() {

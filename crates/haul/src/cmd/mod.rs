@@ -38,6 +38,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     haul_units::parse_size(s).map_err(|e| e.to_string())
 }
 
+/// Parses a duration into seconds: `10s`, `500ms`, `2m` (docs/cli.md, "Units").
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    haul_units::parse_duration(s).map_err(|e| e.to_string())
+}
+
 /// Parses a rate into bytes per second; the unit must say bits or bytes: `1gbit`, `10Gb/s`,
 /// `125MB/s` (docs/cli.md, "Units").
 pub fn parse_rate_bytes(s: &str) -> Result<u64, String> {

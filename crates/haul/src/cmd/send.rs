@@ -43,12 +43,12 @@ pub struct Args {
     /// tenth of the transfer's predicted time, at most 30 s; transfers smaller than four
     /// 32 MiB warm-up probes per unknown transport are not probed). 0 profiles nothing:
     /// transports without history are planned as unknown.
-    #[arg(long, value_parser = parse_budget)]
+    #[arg(long, value_parser = super::parse_seconds)]
     pub profile_budget: Option<f64>,
     /// Re-plan when the copy's rate over this window stays under half its prediction while
     /// another workflow is predicted faster (judged after half a window more); 0 never
     /// re-plans.
-    #[arg(long, value_parser = parse_budget, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, value_parser = super::parse_seconds, default_value = "10s", value_name = "DURATION")]
     pub replan_window: f64,
     /// Print the report as JSON on stdout.
     #[arg(long)]
@@ -56,10 +56,6 @@ pub struct Args {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-fn parse_budget(s: &str) -> Result<f64, String> {
-    haul_units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Time spent in each stage of `haul send`, seconds.
@@ -175,9 +171,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Re-planning: a copy whose rate over the last `--replan-window` stays under this share of its
-/// prediction is stopped when another workflow is predicted faster than what it gets.
-const REPLAN_FRACTION: f64 = 0.5;
 /// Re-plans per `haul send`.
 const MAX_REPLANS: usize = 2;
 
@@ -202,10 +195,9 @@ pub struct Attempt {
     pub trial: bool,
 }
 
-/// Stops a copy whose rate over the last `window` seconds stays under [`REPLAN_FRACTION`] of
-/// `predicted` while another workflow is predicted faster (`alternative`) than it gets (the
-/// first half window, connections and slow start, is not judged), or that falls behind a
-/// `rival` measured on the real data ([`trial::losing`]). None when neither can apply.
+/// Stops a copy that falls far behind its prediction while another workflow is predicted
+/// faster than it gets ([`super::cp::falling_behind`] over `window` seconds), or that falls
+/// behind a `rival` measured on the real data ([`trial::losing`]). None when neither can apply.
 fn watchdog(
     (predicted, alternative): (Option<f64>, Option<f64>),
     rival: Option<f64>,
@@ -215,29 +207,12 @@ fn watchdog(
     if behind.is_none() && rival.is_none() {
         return None;
     }
-    let mut seen: std::collections::VecDeque<(f64, u64)> = Default::default();
-    let mut slow = move |s: &haul_xfer::engine::Sample| {
-        let (predicted, alternative) = behind?;
-        seen.push_back((s.t_s, s.bytes));
-        while seen.front().is_some_and(|(t, _)| *t <= s.t_s - window) {
-            seen.pop_front();
-        }
-        if s.t_s < 1.5 * window {
-            return None;
-        }
-        let live = seen.iter().map(|x| x.1).sum::<u64>() as f64 * 8.0 / window;
-        (live < REPLAN_FRACTION * predicted && alternative > live * 1.2).then(|| {
-            format!(
-                "{:.1} Mbit/s over the last {window:.0} s, under half the predicted {:.1} Mbit/s, \
-                 while another workflow is predicted at {:.1} Mbit/s",
-                live / 1e6,
-                predicted / 1e6,
-                alternative / 1e6
-            )
-        })
-    };
-    let (_, dog) =
-        steady::watched(move |st, s| slow(s).or_else(|| rival.and_then(|r| trial::losing(st, r))));
+    let mut slow = behind.map(|(p, a)| super::cp::falling_behind(p, a, window));
+    let (_, dog) = steady::watched(move |st, s| {
+        slow.as_mut()
+            .and_then(|f| f(s))
+            .or_else(|| rival.and_then(|r| trial::losing(st, r)))
+    });
     Some(dog)
 }
 

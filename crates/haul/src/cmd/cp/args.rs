@@ -168,6 +168,12 @@ pub struct Args {
     pub route: String,
     #[command(flatten)]
     pub route_choice: crate::cmd::route::RouteArgs,
+    /// With `--route auto`: re-route, once, when the copy's rate over this window stays under
+    /// half the route's prediction while the other route (direct, or the best chain when the
+    /// copy went direct) is predicted at more than 1.2x that; the rest continues from what
+    /// arrived. 0 never re-routes.
+    #[arg(long, value_parser = crate::cmd::parse_seconds, default_value = "10s", value_name = "DURATION")]
+    pub reroute_window: f64,
     /// Through relays: TCP streams on the relay's next leg (OPTS RELAY), 1 to 64.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub relay_streams: Option<u32>,
@@ -193,6 +199,9 @@ pub struct Args {
     /// The route and files already planned (`haul send` lists the source once).
     #[arg(skip)]
     pub planned: Option<Box<(haul_xfer::Route, Vec<haul_xfer::plan::Job>)>>,
+    /// The route a re-routed copy left and why, for the report (set by [`super::copy`]).
+    #[arg(skip)]
+    pub rerouted: Option<serde_json::Value>,
     /// Where `--progress json` writes its events (set by [`super::copy`]).
     #[arg(skip)]
     pub events: Option<std::sync::Arc<super::progress::Events>>,

@@ -104,6 +104,7 @@ fn json_summary(
         "pieces": s.pieces,
         "samples": s.samples,
         "tuning": tuning,
+        "rerouted": args.rerouted,
     })
 }
 

@@ -130,3 +130,28 @@ fn plut_starts_from_the_latest_plut_copy_of_the_same_path() {
     assert_eq!(start("plut"), Some((0.9 * 900e6 / 8.0) as u64));
     assert_eq!(start("tcp"), None, "not for TCP");
 }
+
+/// Feeds `falling_behind(predicted, alternative, 2 s)` 10 Mb/s every 100 ms for 10 s; when it
+/// stops the copy.
+fn behind_at(predicted: f64, alternative: f64) -> Option<f64> {
+    let mut f = super::falling_behind(predicted, alternative, 2.0);
+    (1..=100).map(|i| i as f64 * 0.1).find(|&t| {
+        f(&haul_xfer::engine::Sample {
+            t_s: t,
+            bytes: 125_000,
+            bps: 10e6,
+        })
+        .is_some()
+    })
+}
+
+#[test]
+fn a_copy_falls_behind_only_far_under_its_prediction_with_a_faster_alternative() {
+    // Under half of 100 Mb/s, the alternative at 20: judged after 1.5 windows (3 s).
+    let t = behind_at(100e6, 20e6).expect("behind");
+    assert!((t - 3.0).abs() < 0.05, "{t}");
+    // The alternative is not 1.2x faster than what it gets.
+    assert_eq!(behind_at(100e6, 11e6), None);
+    // It gets more than half its prediction.
+    assert_eq!(behind_at(19e6, 100e6), None);
+}

@@ -14,6 +14,44 @@ use super::args::Args;
 use super::plan::piece_bytes;
 use super::progress::{Events, Mode};
 
+/// A copy falls behind when its rate over the last window is under this share of its
+/// prediction ([`falling_behind`]).
+const BEHIND_FRACTION: f64 = 0.5;
+/// ... and the alternative is predicted at more than this many times what it gets.
+const BEHIND_MARGIN: f64 = 1.2;
+
+/// The rule `haul send` re-plans and `haul cp --route auto` re-routes by: a copy whose rate
+/// over the last `window` seconds stays under half its `predicted` rate while the
+/// `alternative` (another workflow or route) is predicted at more than 1.2× what it gets.
+/// The first 1.5 windows (connections, slow start) are not judged. Fed every sample; says why
+/// when the copy should stop.
+pub fn falling_behind(
+    predicted: f64,
+    alternative: f64,
+    window: f64,
+) -> impl FnMut(&haul_xfer::engine::Sample) -> Option<String> {
+    let mut seen: std::collections::VecDeque<(f64, u64)> = Default::default();
+    move |s| {
+        seen.push_back((s.t_s, s.bytes));
+        while seen.front().is_some_and(|(t, _)| *t <= s.t_s - window) {
+            seen.pop_front();
+        }
+        if s.t_s < 1.5 * window {
+            return None;
+        }
+        let live = seen.iter().map(|x| x.1).sum::<u64>() as f64 * 8.0 / window;
+        (live < BEHIND_FRACTION * predicted && alternative > live * BEHIND_MARGIN).then(|| {
+            format!(
+                "{:.1} Mbit/s over the last {window:.0} s, under half the predicted {:.1} Mbit/s, \
+                 while another workflow is predicted at {:.1} Mbit/s",
+                live / 1e6,
+                predicted / 1e6,
+                alternative / 1e6
+            )
+        })
+    }
+}
+
 /// Why a copy was stopped by its watchdog, and the files it still owed.
 #[derive(Debug, Clone)]
 pub struct Stopped {
