@@ -29,13 +29,19 @@ fn btc(addr: &str) -> String {
     c.cmd("SITE BTC")
 }
 
-#[test]
-fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
-    let (p, q, local) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+/// A server on 127.0.0.3 (`peer`) and one on 127.0.0.2 (`prober`) that probes it every second
+/// (1 MiB), with their histories (`pdb`, `qdb`) and roots.
+struct Probing {
+    peer: Serve,
+    prober: Serve,
+    pdb: std::path::PathBuf,
+    qdb: std::path::PathBuf,
+    local: tempfile::TempDir,
+    _roots: [tempfile::TempDir; 2],
+}
+
+fn probing() -> Probing {
+    let [p, q, local] = [(); 3].map(|_| tempfile::tempdir().unwrap());
     let (pdb, qdb) = (local.path().join("p.sqlite"), local.path().join("q.sqlite"));
     let peer = serve_history_on("127.0.0.3", q.path(), &qdb, &[]);
     let prober = serve_history_on(
@@ -51,6 +57,26 @@ fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
             "1MiB",
         ],
     );
+    Probing {
+        peer,
+        prober,
+        pdb,
+        qdb,
+        local,
+        _roots: [p, q],
+    }
+}
+
+#[test]
+fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
+    let Probing {
+        peer,
+        prober,
+        pdb,
+        qdb,
+        local,
+        _roots,
+    } = probing();
     // Two rounds: the first within a second of the start, the next a second on.
     let until = Instant::now() + Duration::from_secs(30);
     let rows = loop {
@@ -85,6 +111,51 @@ fn a_server_probes_the_peers_it_is_told_to_and_shares_the_legs() {
     // The peer served the probes; it was told to probe nothing and probed nothing.
     assert!(!records(&qdb, "serve").is_empty());
     assert!(records(&qdb, "probe").is_empty());
+}
+
+/// Waits up to 30 s for `db` to hold a probe record with `outcome`.
+fn wait_for_probe(db: &Path, outcome: &str) -> Vec<serde_json::Value> {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows = records(db, "probe");
+        if rows.iter().any(|r| r["outcome"] == outcome) || Instant::now() > until {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_failed_probe_shares_its_leg_as_an_outage() {
+    let Probing {
+        peer,
+        prober,
+        pdb,
+        qdb: _,
+        local: _local,
+        _roots,
+    } = probing();
+    let rows = wait_for_probe(&pdb, "ok");
+    assert!(rows.iter().any(|r| r["outcome"] == "ok"), "{rows:?}");
+    let up = btc(&prober.addr);
+    assert!(!up.contains("predictor=outage"), "{up}");
+    // The peer goes away: the next probe is refused, and the leg is down.
+    drop(peer);
+    let rows = wait_for_probe(&pdb, "failed");
+    assert!(rows.iter().any(|r| r["outcome"] == "failed"), "{rows:?}");
+    // Answers are cached for up to 10 s.
+    let until = Instant::now() + Duration::from_secs(15);
+    let down = loop {
+        let a = btc(&prober.addr);
+        if a.contains("predictor=outage") || Instant::now() > until {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        down.contains("peer=127.0.0.3;dir=received;bps=0;predictor=outage;"),
+        "{down}"
+    );
 }
 
 #[test]

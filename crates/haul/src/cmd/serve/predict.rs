@@ -66,24 +66,62 @@ impl HistoryPredictions {
                 pairs.entry(pair).or_default().push(m);
             }
         }
+        // A scheduled probe that failed (the peer unreachable, refusing, or silent for the
+        // data timeout) measured an outage of its leg.
+        let failed = store.list(&Filter {
+            kind: Some("probe".into()),
+            outcome: Some(Outcome::Failed),
+            since: Some(now - MAX_AGE.as_secs_f64()),
+            ..Filter::default()
+        })?;
+        for r in &failed {
+            if let Some(pair) = peer_of("probe", r) {
+                let m = Measurement::new(r.started_at + r.duration_s, 0.0);
+                pairs.entry(pair).or_default().push(m);
+            }
+        }
+        let down: Vec<(String, bool)> = pairs
+            .iter()
+            .filter(|(_, ms)| newest(ms).is_some_and(|m| m.bps == 0.0))
+            .map(|(k, _)| k.clone())
+            .collect();
         let out = Selector::default()
             .predict_each(pairs, PER_PAIR, now)
             .into_iter()
-            .map(|((peer, sent), p)| PeerPrediction {
-                peer,
-                direction: if sent {
-                    Direction::Sent
-                } else {
-                    Direction::Received
-                },
-                bps: p.bps,
-                predictor: p.predictor.to_string(),
-                age_s: p.age_s,
-                samples: p.samples,
+            .map(|(pair, mut p)| {
+                // Whatever the selector's winner says, a leg whose newest probe failed is down
+                // until a probe or a transfer succeeds again: the route chooser never uses a
+                // leg predicted at 0 (the thesis's modified EWMA passes outages at once too).
+                let out = down.contains(&pair);
+                if out {
+                    p.bps = 0.0;
+                }
+                let (peer, sent) = pair;
+                PeerPrediction {
+                    peer,
+                    direction: if sent {
+                        Direction::Sent
+                    } else {
+                        Direction::Received
+                    },
+                    bps: p.bps,
+                    predictor: if out {
+                        "outage".into()
+                    } else {
+                        p.predictor.to_string()
+                    },
+                    age_s: p.age_s,
+                    samples: p.samples,
+                }
             })
             .collect();
         Ok(out)
     }
+}
+
+/// The newest of `ms`.
+fn newest(ms: &[Measurement]) -> Option<&Measurement> {
+    ms.iter().max_by(|a, b| a.at.total_cmp(&b.at))
 }
 
 /// The peer of a record and whether this server sent to it. A `serve` record names the client
@@ -155,6 +193,36 @@ mod tests {
             error: None,
             samples: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_leg_is_down_from_a_failed_probe_until_a_probe_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let now = crate::cmd::now_unix();
+        let mut store = Store::open(&path).unwrap();
+        let mut probe = |ago: f64, outcome: Outcome| {
+            let mut r = rec("10.0.0.7:2811", LOCAL);
+            (r.started_at, r.outcome) = (now - ago, outcome);
+            if outcome == Outcome::Failed {
+                r.bytes = 0;
+            }
+            store.insert(&r).unwrap();
+        };
+        let leg = || {
+            let v = HistoryPredictions::new(path.clone()).compute().unwrap();
+            assert_eq!(v.len(), 1, "{v:?}");
+            (v[0].bps, v[0].predictor.clone())
+        };
+        for ago in [600.0, 500.0, 400.0] {
+            probe(ago, Outcome::Ok);
+        }
+        assert!(leg().0 > 8e6, "{:?}", leg());
+        probe(300.0, Outcome::Failed);
+        assert_eq!(leg(), (0.0, "outage".to_string()));
+        probe(200.0, Outcome::Ok);
+        let (bps, predictor) = leg();
+        assert!(bps > 0.0 && predictor != "outage", "{bps} {predictor}");
     }
 
     #[test]
