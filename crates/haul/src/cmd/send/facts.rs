@@ -105,54 +105,38 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
         Some(ca) => Some(ClientTls::from_ca_file(ca).context("--ca")?),
         None => None,
     };
-    let mut notes = Vec::new();
     let (src, dst) = (remote(&s), remote(&d));
-    let mut plut = false;
-    let mut round_trip = None;
-    let (mut files, mut bytes) = (1u64, req.size);
-    if let Some(u) = &src {
-        let mut sess = open(u, tls.as_ref())?;
-        plut = sess.ctl.features.plut && dst.is_none();
-        round_trip = rtt(&mut sess);
-        if req.size.is_none() && !send {
-            let (f, b) = list_remote(&mut sess, u, tls.as_ref())?;
-            (files, bytes) = (f, Some(b));
-        }
-        sess.quit();
-    }
-    if let Some(u) = &dst {
-        let mut sess = open(u, tls.as_ref())?;
-        if src.is_none() {
-            plut = sess.ctl.features.plut;
-            round_trip = rtt(&mut sess);
-        }
-        sess.quit();
-    }
     if src.is_none() && dst.is_none() {
         anyhow::bail!("both SRC and DST are local; one side must be ftp:// or haul://");
-    }
-    let mut planned = None;
-    if send {
-        let opts = haul_xfer::plan::PlanOptions {
-            recursive: true,
-            tls: tls.clone(),
-            ..Default::default()
-        };
-        let (route, jobs) = haul_xfer::plan::plan(&s, &d, &opts)?;
-        files = jobs.len() as u64;
-        bytes = bytes.or(Some(jobs.iter().map(|j| j.size).sum()));
-        planned = Some(Box::new((route, jobs)));
-    } else if let (Endpoint::Local(p), None) = (&s, req.size) {
-        let (f, b) = list_local(p)?;
-        (files, bytes) = (f, Some(b));
     }
     let pair = (crate::cmd::host_id(&s), crate::cmd::host_id(&d));
     let encrypted = [&src, &dst]
         .iter()
         .all(|u| u.as_ref().is_none_or(|u| u.tls));
     let rows = history(&a.history);
+    // The route zone (the relays and the ends asked for their predictions) on a thread of its
+    // own, while this one asks the ends for their features and lists the source: on a long
+    // path each is a few round trips of logins.
+    let (ends, zone) = std::thread::scope(|sc| {
+        let zone = sc.spawn(|| {
+            let mut notes = Vec::new();
+            super::routes::discover(req, a, &rows, &mut notes, encrypted).map(|z| (z, notes))
+        });
+        let ends = ask_ends(req, (&s, &d), tls.as_ref(), send);
+        let zone = zone.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (ends, zone)
+    });
+    let Ends {
+        plut,
+        round_trip,
+        files,
+        bytes,
+        planned,
+    } = ends?;
+    let (zone, route_notes) = zone?;
+    let mut notes = Vec::new();
     let (transports, best) = transports(a, &rows, &pair, (plut, encrypted, round_trip), &mut notes);
-    let zone = super::routes::discover(req, a, &rows, &mut notes, encrypted)?;
+    notes.extend(route_notes);
     Ok(Found {
         facts: Facts {
             routes: zone.options,
@@ -168,6 +152,70 @@ pub fn discover(req: &Request, a: &RequestArgs, send: bool) -> anyhow::Result<Fo
         pair,
         best,
         notes,
+        planned,
+    })
+}
+
+/// What the ends of a request said: whether PLUT can carry it, the control connection's round
+/// trip, the files and bytes to move, and (for `haul send`) the source's listing.
+struct Ends {
+    plut: bool,
+    round_trip: Option<f64>,
+    files: u64,
+    bytes: Option<u64>,
+    planned: Option<Box<(haul_xfer::Route, Vec<haul_xfer::plan::Job>)>>,
+}
+
+/// Asks each remote end of `req` for its features and round trip, and lists the source: as
+/// the copy lists it when `send` (see [`discover`]), else only walked.
+fn ask_ends(
+    req: &Request,
+    (s, d): (&Endpoint, &Endpoint),
+    tls: Option<&ClientTls>,
+    send: bool,
+) -> anyhow::Result<Ends> {
+    let (src, dst) = (remote(s), remote(d));
+    let mut plut = false;
+    let mut round_trip = None;
+    let (mut files, mut bytes) = (1u64, req.size);
+    if let Some(u) = &src {
+        let mut sess = open(u, tls)?;
+        plut = sess.ctl.features.plut && dst.is_none();
+        round_trip = rtt(&mut sess);
+        if req.size.is_none() && !send {
+            let (f, b) = list_remote(&mut sess, u, tls)?;
+            (files, bytes) = (f, Some(b));
+        }
+        sess.quit();
+    }
+    if let Some(u) = &dst {
+        let mut sess = open(u, tls)?;
+        if src.is_none() {
+            plut = sess.ctl.features.plut;
+            round_trip = rtt(&mut sess);
+        }
+        sess.quit();
+    }
+    let mut planned = None;
+    if send {
+        let opts = haul_xfer::plan::PlanOptions {
+            recursive: true,
+            tls: tls.cloned(),
+            ..Default::default()
+        };
+        let (route, jobs) = haul_xfer::plan::plan(s, d, &opts)?;
+        files = jobs.len() as u64;
+        bytes = bytes.or(Some(jobs.iter().map(|j| j.size).sum()));
+        planned = Some(Box::new((route, jobs)));
+    } else if let (Endpoint::Local(p), None) = (s, req.size) {
+        let (f, b) = list_local(p)?;
+        (files, bytes) = (f, Some(b));
+    }
+    Ok(Ends {
+        plut,
+        round_trip,
+        files,
+        bytes,
         planned,
     })
 }
