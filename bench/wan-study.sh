@@ -162,10 +162,7 @@ EOF
 }
 
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 2; }
-if [ ! -x "$HAUL" ]; then
-    [ -x "$SRC_HAUL" ] || { echo "missing $HAUL and $SRC_HAUL" >&2; exit 2; }
-    mkdir -p "$BIN"; cp "$SRC_HAUL" "$HAUL.new" && mv "$HAUL.new" "$HAUL"
-fi
+[ -x "$SRC_HAUL" ] || { echo "missing $SRC_HAUL: cargo build --release -p haul" >&2; exit 2; }
 mkdir -p "$OUT"/{runs,routes,servers,db,history} "$DATA"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/driver.log" >&2; }
 netem() { "$HAUL" netem --state "$STATE" "$@" </dev/null; }
@@ -176,6 +173,9 @@ exec 9>"$LOCK"
 log "waiting for $LOCK"
 flock 9
 log "holding $LOCK; results in $OUT"
+# The binary under test, copied afresh under the lock (a copy left by an earlier run was once
+# reused: wan-study-20261202T111905Z ran the build of 2026-12-02 05:34, not its git head).
+mkdir -p "$BIN"; cp "$SRC_HAUL" "$HAUL.new" && mv "$HAUL.new" "$HAUL"
 renice -n "$NICE" -p $$ >/dev/null   # inherited by everything started from here on
 
 pids=()          # process-group leaders we started (servers, samplers)
