@@ -1,0 +1,1 @@
+env XDG_CONFIG_HOME=/work/main/bench/results/send-netem-20261202T115952Z/chain/config /tmp/send-bench-bin/haul send ftp://10.78.0.1:2812/dev/shm/send-bench/f-268435456.bin /var/tmp/send-netem-dst/send-warm-r2/f-268435456.bin --history /work/main/bench/results/send-netem-20261202T115952Z/chain/history-warm.sqlite --json
