@@ -154,12 +154,19 @@ impl Workflow {
 /// pair (the route's when the transport has none); through relays, the route's narrowest leg
 /// (relays carry TCP, which is what their predictions measure).
 pub fn combined_bps(route: &RouteOption, transport: &TransportOption) -> Option<f64> {
-    let r = route.estimate.as_ref().map(|e| e.bps);
-    let t = transport.estimate.as_ref().map(|e| e.bps);
+    combined_estimate(route, transport).map(|e| e.bps)
+}
+
+/// The estimate [`combined_bps`] reads: direct, the transport's (else the route's); through
+/// relays, the route's.
+pub fn combined_estimate<'a>(
+    route: &'a RouteOption,
+    transport: &'a TransportOption,
+) -> Option<&'a Estimate> {
     if route.relays.is_empty() {
-        t.or(r)
+        transport.estimate.as_ref().or(route.estimate.as_ref())
     } else {
-        r
+        route.estimate.as_ref()
     }
 }
 

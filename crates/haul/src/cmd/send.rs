@@ -218,13 +218,47 @@ fn watchdog(
 
 /// The best prediction of a runnable combination other than `c`.
 fn alternative(wf: &Workflow, c: &workflow::Combination) -> Option<f64> {
-    use workflow::Verdict;
+    best_other(wf, c, |_| true)
+}
+
+/// The best prediction of a runnable combination other than `c` that `keep` accepts.
+fn best_other(
+    wf: &Workflow,
+    c: &workflow::Combination,
+    keep: impl Fn(&workflow::Combination) -> bool,
+) -> Option<f64> {
     wf.combinations
         .iter()
         .filter(|o| (o.route, o.transport) != (c.route, c.transport))
-        .filter(|o| matches!(o.verdict, Verdict::LowerProfit))
+        .filter(|o| matches!(o.verdict, workflow::Verdict::LowerProfit) && keep(o))
         .filter_map(|o| o.predicted_bps)
         .reduce(f64::max)
+}
+
+/// A stopped copy's live rate as an estimate.
+fn live_estimate(s: &haul_xfer::Summary) -> workflow::Estimate {
+    workflow::Estimate {
+        bps: s.mean_bps(),
+        source: format!(
+            "live: {} over {:.1} s, then stopped",
+            super::human_rate(s.mean_bps()),
+            s.duration_s
+        ),
+    }
+}
+
+/// Sets `est` where the plan reads combination `(route, transport)`'s rate: a relayed route's
+/// own estimate, or the transport's on the direct route.
+fn set_estimate(
+    found: &mut facts::Found,
+    (route, transport): (usize, usize),
+    est: workflow::Estimate,
+) {
+    if found.facts.routes[route].relays.is_empty() {
+        found.facts.transports[transport].estimate = Some(est);
+    } else {
+        found.facts.routes[route].estimate = Some(est);
+    }
 }
 
 /// The copies of a `haul send`: the planned one, watched; when it falls far behind its
@@ -287,20 +321,7 @@ fn transfer(
         let Some(stop) = copied.stopped.take() else {
             return Ok((finish(copied, &attempts), attempts, wf));
         };
-        let live = s.mean_bps();
-        let est = workflow::Estimate {
-            bps: live,
-            source: format!(
-                "live: {} over {:.1} s, then stopped",
-                super::human_rate(live),
-                s.duration_s
-            ),
-        };
-        if found.facts.routes[chosen.route].relays.is_empty() {
-            found.facts.transports[chosen.transport].estimate = Some(est);
-        } else {
-            found.facts.routes[chosen.route].estimate = Some(est);
-        }
+        set_estimate(found, (chosen.route, chosen.transport), live_estimate(s));
         if !args.quiet && !args.json {
             eprintln!("haul send: re-planning: {}", stop.why);
         }

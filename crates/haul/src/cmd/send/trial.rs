@@ -135,14 +135,7 @@ pub fn run(args: &Args, req: &Request, plan: &Request, found: &mut Found) -> any
                 start.moved_s = at.elapsed().as_secs_f64();
                 match &copied.stopped {
                     None => trial_estimate(bps, secs, &name),
-                    Some(_) => Estimate {
-                        bps: s.mean_bps(),
-                        source: format!(
-                            "live: {} over {:.1} s, then stopped",
-                            human_rate(s.mean_bps()),
-                            s.duration_s
-                        ),
-                    },
+                    Some(_) => super::live_estimate(s),
                 }
             }
             None => {
@@ -167,13 +160,10 @@ pub fn run(args: &Args, req: &Request, plan: &Request, found: &mut Found) -> any
 /// Sets what a trial measured as the estimate of its route (direct: of TCP on it).
 fn settle(found: &mut Found, (route, tcp): (usize, usize), est: Estimate) {
     if route == 0 {
-        let bps = est.bps;
-        found.facts.transports[tcp].estimate = Some(est);
         let known = found.best.entry("tcp".into()).or_default();
-        known.source = format!("haul cp's defaults, tried ({})", human_rate(bps));
-    } else {
-        found.facts.routes[route].estimate = Some(est);
+        known.source = format!("haul cp's defaults, tried ({})", human_rate(est.bps));
     }
+    super::set_estimate(found, (route, tcp), est);
 }
 
 /// A trial's estimate of route `name`: `bps` over its `secs` after the first byte.
@@ -248,12 +238,7 @@ impl Judge {
 /// Whether a combination's estimate was measured on the real data (a trial, or a copy's live
 /// rate before a re-plan).
 fn measured(facts: &Facts, c: &Combination) -> bool {
-    let (r, t) = (&facts.routes[c.route], &facts.transports[c.transport]);
-    let est = if r.relays.is_empty() {
-        t.estimate.as_ref().or(r.estimate.as_ref())
-    } else {
-        r.estimate.as_ref()
-    };
+    let est = workflow::combined_estimate(&facts.routes[c.route], &facts.transports[c.transport]);
     est.is_some_and(|e| e.source.starts_with("trial:") || e.source.starts_with("live:"))
 }
 
@@ -261,12 +246,7 @@ fn measured(facts: &Facts, c: &Combination) -> bool {
 /// the real data (trials, live copies): the rival a copy chosen by such measurements is judged
 /// against.
 pub fn rival(facts: &Facts, wf: &Workflow, chosen: &Combination) -> Option<f64> {
-    wf.combinations
-        .iter()
-        .filter(|o| (o.route, o.transport) != (chosen.route, chosen.transport))
-        .filter(|o| matches!(o.verdict, Verdict::LowerProfit) && measured(facts, o))
-        .filter_map(|o| o.predicted_bps)
-        .reduce(f64::max)
+    super::best_other(wf, chosen, |o| measured(facts, o))
 }
 
 /// Why a copy should give way to a rival measured at `rival` b/s: once it has moved
