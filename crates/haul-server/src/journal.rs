@@ -51,6 +51,14 @@ pub enum ServerEvent {
     Refused(&'static str),
     /// A login failed (wrong password, unknown user, anonymous not allowed).
     LoginFailed,
+    /// A `CKSM` of a file was answered: from the digest computed while the file was sent or
+    /// received (`read` false), or by reading `bytes` of it again.
+    Checksum {
+        /// The file was read again.
+        read: bool,
+        /// Bytes read again (0 when not).
+        bytes: u64,
+    },
     /// A reload (`SIGHUP`) was done, whole or not.
     Reloaded {
         /// Everything loaded.

@@ -58,6 +58,12 @@ struct Outcome {
     outcome: &'static str,
 }
 
+/// Labels of where a checksum came from.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Source {
+    source: &'static str,
+}
+
 /// Labels of an error's cause.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Cause {
@@ -105,6 +111,8 @@ pub struct Metrics {
     throughput: Family<Dir, Histogram>,
     errors: Family<Cause, Counter>,
     reloads: Family<Outcome, Counter>,
+    checksums: Family<Source, Counter>,
+    checksum_read_bytes: Counter,
     users: Bounded,
     peers: Bounded,
 }
@@ -129,6 +137,8 @@ impl Metrics {
             throughput: Family::new_with_constructor(throughput_histogram),
             errors: Family::default(),
             reloads: Family::default(),
+            checksums: Family::default(),
+            checksum_read_bytes: Counter::default(),
             users: Bounded {
                 max: labels,
                 seen: Mutex::default(),
@@ -193,6 +203,16 @@ impl Metrics {
             "reloads",
             "Reloads (SIGHUP) by outcome",
             self.reloads.clone(),
+        );
+        r.register(
+            "checksums",
+            "CKSM replies by source: transit (hashed as the file was sent or received) or file (read again)",
+            self.checksums.clone(),
+        );
+        r.register(
+            "checksum_read_bytes",
+            "Bytes read again from files to answer CKSM",
+            self.checksum_read_bytes.clone(),
         );
     }
 
@@ -279,6 +299,11 @@ impl TransferLog for Metrics {
                 self.refused.get_or_create(&Limit { limit }).inc();
             }
             ServerEvent::LoginFailed => self.error("login"),
+            ServerEvent::Checksum { read, bytes } => {
+                let source = if read { "file" } else { "transit" };
+                self.checksums.get_or_create(&Source { source }).inc();
+                self.checksum_read_bytes.inc_by(bytes);
+            }
             ServerEvent::Reloaded { ok } => {
                 let outcome = if ok { "ok" } else { "failed" };
                 self.reloads.get_or_create(&Outcome { outcome }).inc();

@@ -227,16 +227,29 @@ impl Control {
 
     /// Writes one command.
     pub fn send(&mut self, cmd: &Command) -> Result<(), XferError> {
-        let line = format!("{cmd}\r\n");
-        tracing::debug!(host = %self.name, "> {}", if matches!(cmd, Command::Pass(_)) { "PASS ****" } else { line.trim_end() });
+        self.send_all(std::slice::from_ref(cmd))
+    }
+
+    /// Writes `cmds` in one write, so a server that looks ahead at what is queued (a `CKSM`
+    /// right after the `RETR` it follows lets a haul server hash the file as it sends it)
+    /// finds them all there.
+    pub fn send_all(&mut self, cmds: &[Command]) -> Result<(), XferError> {
+        let mut lines = String::new();
+        for cmd in cmds {
+            let at = lines.len();
+            lines.push_str(&format!("{cmd}\r\n"));
+            tracing::debug!(host = %self.name, "> {}", if matches!(cmd, Command::Pass(_)) { "PASS ****" } else { lines[at..].trim_end() });
+        }
         self.stream
-            .write_all(line.as_bytes())
+            .write_all(lines.as_bytes())
             .map_err(|e| XferError::io(&self.name, e))?;
         self.stream
             .flush()
             .map_err(|e| XferError::io(&self.name, e))?;
         if let Some(p) = &mut self.pending {
-            p.push(cmd.verb().to_string());
+            for c in cmds {
+                p.push(c.verb().to_string());
+            }
         }
         Ok(())
     }
@@ -302,9 +315,8 @@ impl Control {
     /// error, once all were read (so the next command's reply cannot be mistaken for one of
     /// these).
     pub fn batch(&mut self, cmds: &[(Command, Option<u16>)]) -> Result<Vec<Reply>, XferError> {
-        for (c, _) in cmds {
-            self.send(c)?;
-        }
+        let all: Vec<Command> = cmds.iter().map(|(c, _)| c.clone()).collect();
+        self.send_all(&all)?;
         let mut replies = Vec::with_capacity(cmds.len());
         let mut refused = None;
         for (c, code) in cmds {
@@ -334,10 +346,11 @@ impl Control {
 impl Control {
     /// Writes every command `t` has due now (its window allows).
     pub fn send_due(&mut self, t: &mut Transfers) -> Result<(), XferError> {
-        while let Some(cmd) = t.poll_command() {
-            self.send(&cmd)?;
+        let due: Vec<Command> = std::iter::from_fn(|| t.poll_command()).collect();
+        if due.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.send_all(&due)
     }
 
     /// The next event of `t`: one a reply already left, else what the replies read next mean.

@@ -55,6 +55,35 @@ fn haul_peers_verify_with_xxhc_and_a_clean_copy_resends_nothing() {
     assert_eq!(fs::read(&dst).unwrap(), data);
 }
 
+/// The client queues its `CKSM` with the `RETR` in one write, so the server finds it when it
+/// starts sending, hashes the file on the way out and answers from that digest: the file is
+/// read once. When the two went out in separate writes, a server that looked before the
+/// second arrived read the whole file again (about half the downloads of a 1 GiB file here).
+#[test]
+fn the_servers_digest_comes_from_the_send_not_a_second_read() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    let data = source(&root);
+    let (srv, metrics) = serve_with_metrics(&root, &["--anonymous"]);
+    const RUNS: usize = 8;
+    for i in 0..RUNS {
+        let dst = d.path().join(format!("out-{i}.bin"));
+        let j = download(&srv.addr, &dst, &d.path().join("h.sqlite"), None);
+        assert_eq!(j["verified_files"], 1);
+        assert!(fs::read(&dst).unwrap() == data, "run {i}: identical copy");
+    }
+    let text = http_get(&metrics, "/metrics");
+    let transit = metric(&text, "haul_serve_checksums_total{source=\"transit\"}");
+    let file = metric(&text, "haul_serve_checksums_total{source=\"file\"}");
+    let reread = metric(&text, "haul_serve_checksum_read_bytes_total");
+    assert_eq!(
+        (transit, file, reread),
+        (RUNS as f64, 0.0, 0.0),
+        "every CKSM answered from the digest made while sending:\n{text}"
+    );
+}
+
 #[test]
 fn a_flipped_byte_resends_only_its_chunk() {
     let d = tempfile::tempdir().unwrap();

@@ -10,6 +10,7 @@ use haul_transport::checksum::{checksum, Algorithm};
 use haul_transport::io::{Source, Zero};
 
 use super::{fs_error, Session};
+use crate::journal::ServerEvent;
 use crate::vfs::{Root, Target};
 
 /// Most bytes of `/dev/zero` a `CKSM` hashes (1 GiB): enough to check a memory-to-memory
@@ -139,6 +140,10 @@ impl Session<'_> {
                     .stat(&d.virt)
                     .is_ok_and(|m| FileId::of(&m) == d.id)
             {
+                self.shared.event(ServerEvent::Checksum {
+                    read: false,
+                    bytes: 0,
+                });
                 self.ctl.defer_reply(213, d.hex);
                 return Ok(());
             }
@@ -169,7 +174,15 @@ impl Session<'_> {
                 Ok((_, m)) if !m.is_file() => {
                     return self.ctl.reply(550, format!("{virt}: not a regular file"))
                 }
-                Ok((f, _)) => checksum(&WhileClientStays { src: &f, watch }, alg, offset, length),
+                Ok((f, m)) => {
+                    let bytes = length
+                        .unwrap_or(u64::MAX)
+                        .min(m.len().saturating_sub(offset));
+                    self.shared
+                        .event(ServerEvent::Checksum { read: true, bytes });
+                    tracing::debug!(path = %virt, bytes, "CKSM reads the file again");
+                    checksum(&WhileClientStays { src: &f, watch }, alg, offset, length)
+                }
                 Err(e) => return self.ctl.reply(550, fs_error(&virt, &e)),
             },
         };

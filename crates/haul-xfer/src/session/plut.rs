@@ -156,13 +156,11 @@ impl Session {
             "PORT {} {session:016x}",
             hostport::format_port(&addr)
         ));
-        self.ctl.send(&port)?;
-        ahead.push(port);
         let retr = retr_of(item);
-        self.ctl.send(&retr)?;
-        if let Some((alg, _)) = item.cksm {
-            self.ctl.send(&cksm_of(alg, &item.path))?;
-        }
+        let mut cmds = vec![port.clone(), retr.clone()];
+        cmds.extend(item.cksm.map(|(alg, _)| cksm_of(alg, &item.path)));
+        self.ctl.send_all(&cmds)?;
+        ahead.push(port);
         self.replies_ahead(&ahead)?;
         let r = self.ctl.final_reply(&mut |_| {})?;
         if !r.is_preliminary() {
@@ -225,12 +223,10 @@ impl Session {
             // PASV, STOR and CKSM (and the session's OPTS) go in one round trip.
             let session: u64 = rand::random();
             let pasv = plut_cmd(format!("PASV {session:016x} {}", item.len));
-            self.ctl.send(&pasv)?;
             let stor = Command::Stor(item.path.clone());
-            self.ctl.send(&stor)?;
-            if let Some(alg) = item.cksm {
-                self.ctl.send(&cksm_of(alg, &item.path))?;
-            }
+            let mut cmds = vec![pasv.clone(), stor.clone()];
+            cmds.extend(item.cksm.map(|alg| cksm_of(alg, &item.path)));
+            self.ctl.send_all(&cmds)?;
             self.replies_ahead(&std::mem::take(&mut ahead))?;
             let r = self.ctl.final_reply(&mut |_| {})?;
             if r.code != 227 {
