@@ -286,13 +286,18 @@ impl Read for Protected {
 impl Write for Protected {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.out.extend_from_slice(buf);
+        // Each line is wrapped on its own; the lines of one write go out in one write, so a
+        // batch of commands reaches the server together, as it does in the clear.
+        let mut wrapped = String::new();
         while let Some(end) = self.out.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.out.drain(..=end).collect();
             let token = self
                 .ctx
                 .wrap(&line)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-            let wrapped = format!("ENC {}\r\n", ftp::encode(&token));
+            wrapped.push_str(&format!("ENC {}\r\n", ftp::encode(&token)));
+        }
+        if !wrapped.is_empty() {
             self.tcp.write_all(wrapped.as_bytes())?;
         }
         Ok(buf.len())

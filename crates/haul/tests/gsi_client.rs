@@ -146,6 +146,49 @@ fn haul_cp_gsiftp_against_haul_serve() {
     round_trip(&pki, &proxy, &base, root.path());
 }
 
+/// Under GSI each command is wrapped on its own line, and a download's `RETR` and `CKSM` still
+/// reach the server together: it hashes the file as it sends it and never reads it again.
+#[test]
+fn gsi_downloads_are_hashed_as_sent() {
+    let Some(pki) = pki() else { return };
+    let proxy = proxy(&pki, "user");
+    let root = tempfile::tempdir().unwrap();
+    fill(root.path());
+    // Settled: unchanged for longer than the server's 2 s window.
+    fs::File::options()
+        .write(true)
+        .open(root.path().join("f.bin"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    let flags = gsi_flags(&pki);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (s, metrics) = serve_with_metrics(root.path(), &flags);
+    let url = format!("gsiftp://127.0.0.1:{}/f.bin", port_of(&s));
+    let local = tempfile::tempdir().unwrap();
+    let hist = local.path().join("h.db");
+    const RUNS: usize = 4;
+    for i in 0..RUNS {
+        let dl = local.path().join(format!("dl-{i}.bin"));
+        let out = cp_as(
+            &pki,
+            &proxy,
+            &["-p", "4", &url, dl.to_str().unwrap()],
+            &hist,
+        );
+        assert_success(&out, "download");
+        same(&dl, &root.path().join("f.bin"));
+    }
+    let text = http_get(&metrics, "/metrics");
+    let transit = metric(&text, "haul_serve_checksums_total{source=\"transit\"}");
+    let reread = metric(&text, "haul_serve_checksum_read_bytes_total");
+    assert_eq!(
+        (transit, reread),
+        (RUNS as f64, 0.0),
+        "every CKSM answered from the digest made while sending:\n{text}"
+    );
+}
+
 #[test]
 fn third_party_between_haul_serve_and_globus_by_haul_cp() {
     let Some(pki) = pki() else { return };

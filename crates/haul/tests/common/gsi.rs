@@ -169,8 +169,19 @@ pub fn serve_gsi(pki: &Pki, root: &Path) -> Serve {
 
 /// The same with more flags.
 pub fn serve_gsi_with(pki: &Pki, root: &Path, extra: &[&str]) -> Serve {
+    let gsi = gsi_flags(pki);
+    let args: Vec<&str> = gsi
+        .iter()
+        .map(String::as_str)
+        .chain(extra.iter().copied())
+        .collect();
+    serve(root, &args)
+}
+
+/// `haul serve`'s flags that offer GSI with the PKI's files.
+pub fn gsi_flags(pki: &Pki) -> [String; 8] {
     let p = |n: &str| pki.path(n).display().to_string();
-    let gsi = [
+    [
         "--gsi-cert".to_string(),
         p("hostcert.pem"),
         "--gsi-key".to_string(),
@@ -179,13 +190,7 @@ pub fn serve_gsi_with(pki: &Pki, root: &Path, extra: &[&str]) -> Serve {
         pki.certs().display().to_string(),
         "--gridmap".to_string(),
         p("grid-mapfile"),
-    ];
-    let args: Vec<&str> = gsi
-        .iter()
-        .map(String::as_str)
-        .chain(extra.iter().copied())
-        .collect();
-    serve(root, &args)
+    ]
 }
 
 /// `globus-url-copy` with `args` as the holder of `proxy`.
