@@ -2,6 +2,7 @@
 //! 111/112 markers that arrive while a transfer runs). Blocking; one per session. The login's
 //! protocol is haul-proto's sans-IO [`Login`]; this file only moves its bytes and wraps TLS.
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -227,18 +228,23 @@ impl Control {
 
     /// Writes one command.
     pub fn send(&mut self, cmd: &Command) -> Result<(), XferError> {
-        self.send_all(std::slice::from_ref(cmd))
+        self.send_all([cmd])
     }
 
     /// Writes `cmds` in one write, so a server that looks ahead at what is queued (a `CKSM`
     /// right after the `RETR` it follows lets a haul server hash the file as it sends it)
     /// finds them all there.
-    pub fn send_all(&mut self, cmds: &[Command]) -> Result<(), XferError> {
+    pub fn send_all<'c>(
+        &mut self,
+        cmds: impl IntoIterator<Item = &'c Command>,
+    ) -> Result<(), XferError> {
         let mut lines = String::new();
+        let mut verbs = Vec::new();
         for cmd in cmds {
             let at = lines.len();
-            lines.push_str(&format!("{cmd}\r\n"));
+            let _ = write!(lines, "{cmd}\r\n");
             tracing::debug!(host = %self.name, "> {}", if matches!(cmd, Command::Pass(_)) { "PASS ****" } else { lines[at..].trim_end() });
+            verbs.push(cmd.verb());
         }
         self.stream
             .write_all(lines.as_bytes())
@@ -247,8 +253,8 @@ impl Control {
             .flush()
             .map_err(|e| XferError::io(&self.name, e))?;
         if let Some(p) = &mut self.pending {
-            for c in cmds {
-                p.push(c.verb().to_string());
+            for v in verbs {
+                p.push(v.to_string());
             }
         }
         Ok(())
@@ -315,8 +321,7 @@ impl Control {
     /// error, once all were read (so the next command's reply cannot be mistaken for one of
     /// these).
     pub fn batch(&mut self, cmds: &[(Command, Option<u16>)]) -> Result<Vec<Reply>, XferError> {
-        let all: Vec<Command> = cmds.iter().map(|(c, _)| c.clone()).collect();
-        self.send_all(&all)?;
+        self.send_all(cmds.iter().map(|(c, _)| c))?;
         let mut replies = Vec::with_capacity(cmds.len());
         let mut refused = None;
         for (c, code) in cmds {

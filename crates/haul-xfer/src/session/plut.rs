@@ -157,9 +157,8 @@ impl Session {
             hostport::format_port(&addr)
         ));
         let retr = retr_of(item);
-        let mut cmds = vec![port.clone(), retr.clone()];
-        cmds.extend(item.cksm.map(|(alg, _)| cksm_of(alg, &item.path)));
-        self.ctl.send_all(&cmds)?;
+        let cksm = item.cksm.map(|(alg, _)| cksm_of(alg, &item.path));
+        self.ctl.send_all([&port, &retr].into_iter().chain(&cksm))?;
         ahead.push(port);
         self.replies_ahead(&ahead)?;
         let r = self.ctl.final_reply(&mut |_| {})?;
@@ -224,9 +223,8 @@ impl Session {
             let session: u64 = rand::random();
             let pasv = plut_cmd(format!("PASV {session:016x} {}", item.len));
             let stor = Command::Stor(item.path.clone());
-            let mut cmds = vec![pasv.clone(), stor.clone()];
-            cmds.extend(item.cksm.map(|alg| cksm_of(alg, &item.path)));
-            self.ctl.send_all(&cmds)?;
+            let cksm = item.cksm.map(|alg| cksm_of(alg, &item.path));
+            self.ctl.send_all([&pasv, &stor].into_iter().chain(&cksm))?;
             self.replies_ahead(&std::mem::take(&mut ahead))?;
             let r = self.ctl.final_reply(&mut |_| {})?;
             if r.code != 227 {
