@@ -8,7 +8,6 @@ use common::haul::*;
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
 
 const CHUNK: u64 = 1 << 20;
 /// Six chunks, the last one short.
@@ -20,9 +19,7 @@ fn source(root: &Path) -> Vec<u8> {
     let data = random_bytes(LEN, 77);
     let p = root.join("f.bin");
     fs::write(&p, &data).unwrap();
-    let f = fs::File::options().write(true).open(&p).unwrap();
-    f.set_modified(SystemTime::now() - Duration::from_secs(3600))
-        .unwrap();
+    settle(&p);
     data
 }
 

@@ -23,12 +23,7 @@ fn plut_download_and_upload_are_exact_and_verified() {
     fs::write(root.join("f"), &data).unwrap();
     // Last written an hour ago: the server hashes it as it sends it and answers the CKSM
     // from that, which the client's own digest must match.
-    fs::File::options()
-        .write(true)
-        .open(root.join("f"))
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
-        .unwrap();
+    settle(&root.join("f"));
     let s = serve(&root, &["--anonymous", "--anonymous-write"]);
     let hist = dir.path().join("h.sqlite");
     let dl = dir.path().join("dl");

@@ -154,13 +154,7 @@ fn gsi_downloads_are_hashed_as_sent() {
     let proxy = proxy(&pki, "user");
     let root = tempfile::tempdir().unwrap();
     fill(root.path());
-    // Settled: unchanged for longer than the server's 2 s window.
-    fs::File::options()
-        .write(true)
-        .open(root.path().join("f.bin"))
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
-        .unwrap();
+    settle(&root.path().join("f.bin"));
     let flags = gsi_flags(&pki);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (s, metrics) = serve_with_metrics(root.path(), &flags);

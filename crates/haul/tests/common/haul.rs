@@ -17,6 +17,18 @@ pub fn random_bytes(n: usize, mut seed: u64) -> Vec<u8> {
     v
 }
 
+/// Marks `path` as last written an hour ago: settled, so a haul server may hash it as it
+/// sends it and answer the `CKSM` from that digest.
+#[allow(dead_code)]
+pub fn settle(path: &Path) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+}
+
 /// A `haul serve` child on a free loopback port, killed on drop.
 pub struct Serve {
     child: Child,
