@@ -97,6 +97,7 @@ impl Store {
             if mode != "wal" {
                 tracing::warn!(path = %store.path.display(), mode, "WAL mode not available");
             }
+            store.no_sync_at_exit()?;
         }
         store
             .conn
@@ -104,6 +105,27 @@ impl Store {
             .map_err(store.err("enable foreign keys"))?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// A commit does not wait for the disk, and neither does closing the database. In WAL mode
+    /// with `synchronous = NORMAL`, a commit only appends to the write-ahead log; the log is
+    /// synced when it is checkpointed (every 1,000 pages), so a power cut can lose the last
+    /// records but never corrupts the database. By default the last connection to close also
+    /// checkpoints, and syncs: on ext4 (`data=ordered`) that `fsync` waits for whatever other
+    /// data the journal has to write first, and after a transfer that is the gigabytes just
+    /// written. `haul cp` took 1.2–1.7 s longer to exit after a 1 GiB upload for that reason.
+    /// The log stays beside the database instead (`-wal`, `-shm`) and the next open reads it.
+    fn no_sync_at_exit(&self) -> Result<()> {
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(self.err("set synchronous = NORMAL"))?;
+        self.conn
+            .set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )
+            .map_err(self.err("leave the checkpoint to the next open"))?;
+        Ok(())
     }
 
     fn migrate(&mut self) -> Result<()> {

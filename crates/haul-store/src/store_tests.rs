@@ -70,6 +70,34 @@ fn open_creates_parent_dirs_and_sets_wal_and_version() {
 }
 
 #[test]
+fn commits_and_closing_leave_the_disk_alone_and_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite");
+    let mut store = Store::open(&path).expect("open");
+    let sync: i64 = store
+        .conn
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .expect("pragma");
+    assert_eq!(sync, 1, "synchronous = NORMAL: a WAL commit does not fsync");
+    let r = record("cp", "dtn1:2811", "local", 100.0, 1 << 30, 4.0);
+    let id = store.insert(&r).expect("insert");
+    drop(store);
+    // Closing did not checkpoint (which syncs): the record is still in the log.
+    let wal = dir.path().join("h.sqlite-wal");
+    let len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        len > 0,
+        "the write-ahead log is kept at close, not checkpointed"
+    );
+    let store = Store::open(&path).expect("reopen");
+    let got = store
+        .get(id)
+        .expect("get")
+        .expect("the record survives the close");
+    assert_eq!(got, TransferRecord { id: Some(id), ..r });
+}
+
+#[test]
 fn insert_then_get_round_trips_with_samples() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut store = Store::open(&dir.path().join("h.sqlite")).expect("open");
