@@ -16,7 +16,7 @@ use haul_transport::mode_e::Progress;
 use haul_transport::plut::{self, params, Tuning};
 
 use crate::session::{fs_error, FileId, Session};
-use crate::upload::lock_exclusive;
+use crate::upload::{lock_exclusive, start_empty};
 use crate::vfs::Target;
 
 /// File data a PLUT end buffers, bytes (window and send buffer are sized from it).
@@ -293,7 +293,7 @@ impl Session<'_> {
                 format!("{virt}: another upload to this file is in progress"),
             );
         }
-        if let Err(e) = file.set_len(0) {
+        if let Err(e) = start_empty(&file) {
             return self.ctl.reply(550, fs_error(&virt, &e));
         }
         // The checksum the client asks for next is computed as the data is written (in order,

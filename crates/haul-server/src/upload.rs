@@ -76,6 +76,19 @@ pub(crate) fn lock_exclusive(file: &File) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK)
 }
 
+/// Empties `file` for an upload that starts over, unless it is empty already (a part file just
+/// created). On ext4, truncating a file to length 0, even an empty one, marks it for
+/// `auto_da_alloc`: closing it then allocates and writes back everything written since,
+/// before `close` returns. For a new upload that is the whole file just received, and the
+/// `226` waited for it (0.5 s for 1 GiB here), as did the next `fsync` anyone made on that
+/// file system.
+pub(crate) fn start_empty(file: &File) -> io::Result<()> {
+    if file.metadata()?.len() == 0 {
+        return Ok(());
+    }
+    file.set_len(0)
+}
+
 /// True if `e` says the file system is full (or the user's quota is).
 fn disk_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
@@ -253,7 +266,7 @@ impl<'a> Session<'a> {
                 .map(|()| None);
         }
         if at.truncate {
-            if let Err(e) = file.set_len(0) {
+            if let Err(e) = start_empty(&file) {
                 return self.answer(550, fs_error(virt, &e)).map(|()| None);
             }
         }
