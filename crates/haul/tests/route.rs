@@ -132,6 +132,54 @@ fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
     assert!(std::fs::read(&dst2).unwrap() == data);
 }
 
+/// A two-relay route nests its relays from the client outwards: for origin -> r1 -> r2 ->
+/// client the client asks r2, r2 asks r1, and r1 fetches from the origin. Each relay may reach
+/// only its own next hop, so the copy is refused if the order is turned round.
+#[test]
+fn a_two_relay_route_nests_its_relays_in_the_order_the_data_takes() {
+    let data = random_bytes(2 << 20, 25);
+    let [o, r1, r2, h, local] = [(); 5].map(|_| dirs());
+    std::fs::write(o.path().join("f.bin"), &data).unwrap();
+    let [odb, r1db, r2db] = ["o", "r1", "r2"].map(|n| h.path().join(format!("{n}.sqlite")));
+    // Direct 10 Mbit/s; through r1 alone 20, through r2 alone 20; through r1 then r2 150.
+    for (db, server, peer, mbit) in [
+        (&odb, "127.0.0.2:2811", "127.0.0.1", 10.0),
+        (&odb, "127.0.0.2:2811", "127.0.0.3", 200.0),
+        (&odb, "127.0.0.2:2811", "127.0.0.4", 20.0),
+        (&r1db, "127.0.0.3:2811", "127.0.0.4", 200.0),
+        (&r1db, "127.0.0.3:2811", "127.0.0.1", 20.0),
+        (&r2db, "127.0.0.4:2811", "127.0.0.1", 150.0),
+    ] {
+        seed_served(db, server, peer, mbit, 60.0);
+    }
+    let relay_to = |next: &'static str| ["--relay-allow", next, "--relay-anonymous"];
+    let origin = serve_history_on("127.0.0.2", o.path(), &odb, &[]);
+    let r1 = serve_history_on("127.0.0.3", r1.path(), &r1db, &relay_to("127.0.0.2"));
+    let r2 = serve_history_on("127.0.0.4", r2.path(), &r2db, &relay_to("127.0.0.3"));
+    let hist = local.path().join("client.sqlite");
+    let src = format!("ftp://{}/f.bin", origin.addr);
+    let dst = local.path().join("f.bin");
+    let relays = format!("{},{}", r2.addr, r1.addr);
+    let args = [src.as_str(), dst.to_str().unwrap(), "--relays", &relays];
+    let j = route_json(&args, &hist).0;
+    let hops = serde_json::json!([origin.addr, r1.addr, r2.addr, "local"]);
+    assert_eq!(j["hops"], hops, "{j:#}");
+    let nested = format!(
+        "ftp://{}/ftp://{}/ftp://{}/f.bin",
+        r2.addr, r1.addr, origin.addr
+    );
+    assert_eq!(j["source"], nested, "{j:#}");
+
+    let out = cp(&[&["--route", "auto", "--json"], &args[..]].concat(), &hist);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let via = [&r2.addr, &r1.addr, &origin.addr].map(|a| format!("ftp://{a}"));
+    assert_eq!(j["route"]["source"], serde_json::json!(via), "{j:#}");
+    assert_eq!(j["verified_files"], 1, "{j:#}");
+    assert!(std::fs::read(&dst).unwrap() == data);
+}
+
 /// `haul cp --route auto` re-routes a copy that falls far behind its route's prediction: a
 /// relayed download slowed to 0.5 MB/s (4 Mb/s, against a prediction of 150) moves direct
 /// (predicted 10), and a direct one slowed to 0.2 MB/s, kept direct by the threshold, moves

@@ -9,7 +9,7 @@ mod watch;
 
 use std::process::ExitCode;
 
-use haul_xfer::Endpoint;
+use haul_xfer::{Endpoint, RemoteUrl};
 
 pub use args::{Args, Watchdog};
 pub use watch::falling_behind;
@@ -77,7 +77,8 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
     let mut args = first.args;
     let ids: Vec<&str> = relays.iter().map(String::as_str).collect();
     let urls = crate::cmd::route::relay_urls(ids, &src, &dst)?;
-    let (s, d) = crate::cmd::route::through(&src, &dst, &urls.iter().collect::<Vec<_>>())?;
+    let refs: Vec<&RemoteUrl> = urls.iter().collect();
+    let (s, d) = crate::cmd::route::through_route(&src, &dst, &refs)?;
     if !args.quiet && !args.json {
         eprintln!("haul cp: re-routing: {}", stop.why);
     }

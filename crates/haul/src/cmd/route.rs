@@ -234,7 +234,7 @@ pub fn plan(
         .iter()
         .filter_map(|r| by_id.get(r).copied())
         .collect();
-    let (src_out, dst_out) = through(src, dst, &chain)?;
+    let (src_out, dst_out) = through_route(src, dst, &chain)?;
     Ok(Planned {
         route,
         src: src_out,
@@ -245,6 +245,23 @@ pub fn plan(
             .map(|c| (c.host.clone(), c.discount))
             .collect(),
     })
+}
+
+/// The source and destination that take a transfer along `relays` in the route's order, from
+/// the source to the destination (as [`Route::relays`] lists them). The URL nests from the
+/// client outwards, so around a remote source (a download, or a third-party copy, where the
+/// destination server fetches) the relay nearest the destination comes first, and around the
+/// destination (an upload) the relay nearest the client, which is the source.
+pub fn through_route(
+    src: &str,
+    dst: &str,
+    relays: &[&RemoteUrl],
+) -> anyhow::Result<(String, String)> {
+    let mut nesting = relays.to_vec();
+    if matches!(Endpoint::parse(src)?, Endpoint::Remote(_)) {
+        nesting.reverse();
+    }
+    through(src, dst, &nesting)
 }
 
 /// The source and destination that take a transfer through `relays`, in order from the
@@ -383,7 +400,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::relay_urls;
+    use super::{relay_url, relay_urls, through_route};
+
+    #[test]
+    fn a_route_nests_its_relays_from_the_client_outwards() {
+        let (r1, r2) = (
+            relay_url("r1:2811", "ftp").unwrap(),
+            relay_url("r2:2811", "ftp").unwrap(),
+        );
+        // The route s -> r1 -> r2 -> client: the client asks r2, r2 asks r1, r1 fetches from s.
+        let (s, d) = through_route("ftp://s:2811/d/f", "/tmp/f", &[&r1, &r2]).unwrap();
+        assert_eq!(s, "ftp://r2:2811/ftp://r1:2811/ftp://s:2811/d/f");
+        assert_eq!(d, "/tmp/f");
+        // A third-party copy s -> r1 -> r2 -> t: t fetches from r2.
+        let (s, _) = through_route("ftp://s:2811/f", "ftp://t:2811/f", &[&r1, &r2]).unwrap();
+        assert_eq!(s, "ftp://r2:2811/ftp://r1:2811/ftp://s:2811/f");
+        // The route client -> r1 -> r2 -> t: the client sends to r1, r1 to r2, r2 to t.
+        let (s, d) = through_route("/tmp/f", "ftp://t:2811/d/f", &[&r1, &r2]).unwrap();
+        assert_eq!(
+            (s.as_str(), d.as_str()),
+            ("/tmp/f", "ftp://r1:2811/ftp://r2:2811/ftp://t:2811/d/f")
+        );
+    }
 
     #[test]
     fn a_bare_relay_takes_gsiftp_when_either_end_is_gsiftp() {

@@ -21,7 +21,7 @@ use haul_xfer::{Endpoint, RemoteUrl};
 use super::facts::{predicted, Found};
 use super::RequestArgs;
 use crate::cmd::human_rate;
-use crate::cmd::route::{relay_urls, through};
+use crate::cmd::route::{relay_urls, through_route};
 
 /// An operator's price list (`--services`).
 #[derive(Debug, Default, serde::Deserialize)]
@@ -164,7 +164,7 @@ pub fn discover(
     let (zs, zd) = zone.probes[0].clone();
     for chain in chains {
         let ids: Vec<String> = chain.iter().map(|u| u.host_port()).collect();
-        let (src, dst) = through(&req.src, &req.dst, &chain)?;
+        let (src, dst) = through_route(&req.src, &req.dst, &chain)?;
         let name = format!("via {}", ids.join(", "));
         let estimate = match along(rows, &src, &dst) {
             Some(e) => Some(e),
@@ -203,7 +203,7 @@ pub fn discover(
             cost,
         });
         zone.urls.push((src, dst));
-        zone.probes.push(through(&zs, &zd, &chain)?);
+        zone.probes.push(through_route(&zs, &zd, &chain)?);
     }
     Ok(zone)
 }
