@@ -29,7 +29,8 @@ impl Rng {
 
 /// The legs among `h0` (source), `h1` (destination) and `h2..` (relays) placed at random in a
 /// unit square, the source and destination at the middles of opposite sides: a leg's throughput
-/// falls with its length, as TCP's does with RTT (002 §2.2), ±30 % noise, 2 % of legs down. So
+/// falls with its length, as TCP's does with RTT (002 §2.2), ±30 % noise, 2 % of legs down, and
+/// each leg has a recent error of 0–30 %. So
 /// chains of shorter legs win, as in the thesis, and the search has work to do.
 fn legs(relays: usize, rng: &mut Rng) -> Vec<Leg> {
     let n = relays + 2;
@@ -49,6 +50,7 @@ fn legs(relays: usize, rng: &mut Rng) -> Vec<Leg> {
                 bps,
                 age_s: 3600.0,
                 samples: 5,
+                err_pct: Some(30.0 * rng.next()),
             });
         }
     }

@@ -159,6 +159,7 @@ fn legs(
                 bps: p.bps,
                 age_s: p.age_s,
                 samples: p.samples,
+                err_pct: p.err_pct,
             });
         }
     }

@@ -196,6 +196,7 @@ mod tests {
                     predictor: "median".into(),
                     age_s,
                     samples: 2,
+                    err_pct: None,
                 })
                 .collect(),
             relays: true,

@@ -20,6 +20,18 @@
 //! the objective maximin, and the search exact. A leg between two relays carries both factors:
 //! both hosts slow it.
 //!
+//! **Risk** (beyond the thesis). A chain is the best of many candidates, each judged by its
+//! narrowest leg's prediction, so on noisy predictions the winner is the chain whose errors
+//! happened to run high (the winner's curse), and it then achieves less than predicted; and
+//! direct, the one route that is not picked from many, does not suffer it. So each leg of a
+//! chain is judged at `bps · (1 − risk · err)`, where `err` is its predictor's recent mean
+//! absolute error (the NWS selector's score, shared with the prediction), at least
+//! [`MIN_RISK_FACTOR`] of it; a leg with no known error is taken at its prediction. Direct is
+//! judged at its prediction. A chain then has to win even with its legs as far below
+//! prediction as they recently have been, and among chains the steadier legs win ties of the
+//! same predicted width. `risk = 0` is the thesis's rule. The factor multiplies each leg like
+//! the relay discounts, so the objective stays maximin and the search exact.
+//!
 //! **Search.** A hop-bounded widest path ([`choose`]): a Bellman-Ford-style relaxation by number
 //! of relays, `O(k · |E|)` for `k = max_relays`, instead of the thesis's enumeration of
 //! `O(R^k)` chains ([`brute_force`], kept for tests). The source and destination are never
@@ -31,7 +43,7 @@
 //! legs were given in).
 //!
 //! **Decision** (002 §2.4, the reconstructed SCS rule): with direct predicted at `D > 0` and the
-//! best chain at `C`, split when `(C − D) / D > threshold` (strictly). Direct predicted at 0
+//! best chain judged at `C` (discounts and risk applied), split when `(C − D) / D > threshold` (strictly). Direct predicted at 0
 //! (an outage): take any known chain. Direct unknown (no history for the pair): take the best
 //! known chain too, as a prediction beats no prediction: the chain's legs have histories and
 //! direct has none; the caller can still fall back to, or probe, the direct route.
@@ -65,6 +77,8 @@ pub struct Leg {
     pub age_s: f64,
     /// How many measurements the prediction rests on (carried, not used here).
     pub samples: usize,
+    /// The predictor's recent mean absolute error on this leg, percent (None: not known yet).
+    pub err_pct: Option<f64>,
 }
 
 /// A host that may relay, with its learned overhead factor.
@@ -83,6 +97,9 @@ pub struct RouteParams {
     pub max_relays: usize,
     /// The predicted gain over direct a chain must exceed, as a fraction (0.5 = 50 %).
     pub threshold: f64,
+    /// How many recent errors a chain's legs are judged below their predictions (see the
+    /// module comment, "Risk"); 0 judges them at their predictions, as the thesis does.
+    pub risk: f64,
 }
 
 impl Default for RouteParams {
@@ -90,7 +107,25 @@ impl Default for RouteParams {
         RouteParams {
             max_relays: 2,
             threshold: 0.5,
+            risk: DEFAULT_RISK,
         }
+    }
+}
+
+/// The default [`RouteParams::risk`]: a chain's legs are judged one recent error below their
+/// predictions.
+pub const DEFAULT_RISK: f64 = 1.0;
+
+/// The smallest share of its prediction a leg is judged at for its error: a leg that has erred
+/// by more than its whole prediction is judged poor, not down.
+pub const MIN_RISK_FACTOR: f64 = 0.05;
+
+/// The share of a leg's prediction it is judged at, for a recent error of `err_pct` percent and
+/// `risk` errors of margin: `1 − risk · err`, at least [`MIN_RISK_FACTOR`]; 1 with no error known.
+pub fn risk_factor(err_pct: Option<f64>, risk: f64) -> f64 {
+    match err_pct {
+        Some(e) => (1.0 - risk * e / 100.0).max(MIN_RISK_FACTOR),
+        None => 1.0,
     }
 }
 
@@ -195,6 +230,22 @@ pub enum RouteError {
         /// The value given.
         threshold: f64,
     },
+    /// The risk margin is negative, infinite or NaN.
+    #[error("risk {risk}: want a finite number >= 0")]
+    BadRisk {
+        /// The value given.
+        risk: f64,
+    },
+    /// A leg's recent error is negative, infinite or NaN.
+    #[error("leg {from} -> {to} has error {err_pct} %: want a finite number >= 0")]
+    BadError {
+        /// The sending host.
+        from: HostId,
+        /// The receiving host.
+        to: HostId,
+        /// The value given.
+        err_pct: f64,
+    },
     /// The source is the destination.
     #[error("source and destination are both {host}")]
     SameEndpoints {
@@ -251,7 +302,10 @@ fn route_with(
                 .filter_map(|c| graph.id(&c.host).map(|i| (i, c.discount)))
                 .filter(|&(i, _)| i != s && i != d)
                 .collect();
-            find(&Net::new(graph, s, d, &usable), params.max_relays)
+            find(
+                &Net::new(graph, s, d, &usable, params.risk),
+                params.max_relays,
+            )
         }
         _ => None,
     };
@@ -272,6 +326,9 @@ fn validate(
         return Err(RouteError::BadThreshold {
             threshold: params.threshold,
         });
+    }
+    if !(params.risk.is_finite() && params.risk >= 0.0) {
+        return Err(RouteError::BadRisk { risk: params.risk });
     }
     let mut seen = HashSet::new();
     for c in relays {

@@ -36,6 +36,9 @@ pub struct PeerPrediction {
     pub age_s: f64,
     /// Measurements behind it.
     pub samples: usize,
+    /// The predictor's recent mean absolute error on this pair, percent of the measured value
+    /// (`err=`; None when it has too few measurements to have erred yet).
+    pub err_pct: Option<f64>,
 }
 
 /// What a `SITE BTC` reply says: the predictions and whether the server relays.
@@ -178,14 +181,19 @@ impl RegistryReply {
 }
 
 impl PeerPrediction {
-    /// The `SITE BTC` reply line: `peer=ADDR;dir=sent|received;bps=N;predictor=P;age=S;samples=K;`.
+    /// The `SITE BTC` reply line:
+    /// `peer=ADDR;dir=sent|received;bps=N;predictor=P;age=S;samples=K;[err=E;]`.
     pub fn line(&self) -> String {
         let dir = match self.direction {
             Direction::Sent => "sent",
             Direction::Received => "received",
         };
+        let err = self
+            .err_pct
+            .map(|e| format!("err={e:.1};"))
+            .unwrap_or_default();
         format!(
-            "peer={};dir={dir};bps={:.0};predictor={};age={:.0};samples={};",
+            "peer={};dir={dir};bps={:.0};predictor={};age={:.0};samples={};{err}",
             self.peer, self.bps, self.predictor, self.age_s, self.samples
         )
     }
@@ -199,6 +207,7 @@ impl PeerPrediction {
             predictor: String::new(),
             age_s: 0.0,
             samples: 0,
+            err_pct: None,
         };
         for kv in line.trim().split(';').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=')?;
@@ -215,10 +224,13 @@ impl PeerPrediction {
                 "predictor" => p.predictor = v.trim().to_string(),
                 "age" => p.age_s = v.trim().parse().ok()?,
                 "samples" => p.samples = v.trim().parse().ok()?,
+                "err" => p.err_pct = Some(v.trim().parse().ok()?),
                 _ => {}
             }
         }
-        let sane = !p.peer.is_empty() && p.bps.is_finite() && p.bps >= 0.0 && p.age_s >= 0.0;
+        let err_ok = p.err_pct.is_none_or(|e| e.is_finite() && e >= 0.0);
+        let sane =
+            !p.peer.is_empty() && p.bps.is_finite() && p.bps >= 0.0 && p.age_s >= 0.0 && err_ok;
         sane.then_some(p)
     }
 }
@@ -236,11 +248,18 @@ mod tests {
             predictor: "median".into(),
             age_s: 34.0,
             samples: 5,
+            err_pct: None,
         };
         assert_eq!(
             p.line(),
             "peer=10.0.0.2;dir=received;bps=812000000;predictor=median;age=34;samples=5;"
         );
+        assert_eq!(PeerPrediction::parse(&p.line()), Some(p.clone()));
+        let p = PeerPrediction {
+            err_pct: Some(18.5),
+            ..p
+        };
+        assert!(p.line().ends_with(";samples=5;err=18.5;"), "{}", p.line());
         assert_eq!(PeerPrediction::parse(&p.line()), Some(p));
         for bad in [
             "",
@@ -248,6 +267,10 @@ mod tests {
             "peer=a;bps=-1",
             "peer=a;bps=x",
             "peer=a;dir=up;bps=1",
+            "peer=a;bps=1;err=-3",
+            "peer=a;bps=1;err=inf",
+            "peer=a;bps=1;err=NaN",
+            "peer=a;bps=1;err=",
         ] {
             assert_eq!(PeerPrediction::parse(bad), None, "{bad}");
         }
@@ -274,6 +297,7 @@ mod tests {
                 predictor: "ewma(0.3)".into(),
                 age_s: 70.0,
                 samples: 3,
+                err_pct: Some(4.0),
             },
         };
         let reply = crate::Reply::multi(

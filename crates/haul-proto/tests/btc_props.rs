@@ -24,6 +24,7 @@ proptest! {
         age in 0u32..1_000_000,
         samples in 0usize..10_000,
         predictor in "[a-z]{1,8}\\([0-9.s]{1,6}\\)",
+        err_tenths in prop::option::of(0u32..100_000),
     ) {
         let p = PeerPrediction {
             peer,
@@ -32,6 +33,7 @@ proptest! {
             predictor,
             age_s: age as f64,
             samples,
+            err_pct: err_tenths.map(|e| e as f64 / 10.0),
         };
         prop_assert_eq!(PeerPrediction::parse(&p.line()), Some(p));
     }
@@ -80,6 +82,7 @@ proptest! {
                 predictor: "median".into(),
                 age_s: age as f64,
                 samples: 3,
+                err_pct: None,
             },
         };
         let r = haul_proto::Reply::multi(211, vec!["BTC registry".into(), format!(" {}", s.line()), format!(" {}", p.line()), "End.".into()]);

@@ -162,6 +162,13 @@ fn a_server_shares_its_predictions_with_site_btc() {
         .expect("bps");
     assert!(bps > 0.0, "{line}");
     assert!(line.contains("samples=3;"), "{line}");
+    // Three copies give the selector two predictions to have erred on: its error is shared.
+    let err: f64 = line
+        .split(';')
+        .find_map(|kv| kv.strip_prefix("err="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no err= in {line}"));
+    assert!(err.is_finite() && err >= 0.0, "{line}");
     assert!(btc.contains("relay=no;"), "{btc}");
     // It is no registry: no BTCREG, and SITE BTC ALL is refused; other arguments are unknown.
     assert!(!feat.contains("BTCREG"), "{feat}");

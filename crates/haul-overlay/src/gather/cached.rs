@@ -124,6 +124,7 @@ mod tests {
                 predictor: "median".into(),
                 age_s: 5.0,
                 samples: 3,
+                err_pct: None,
             },
         }
     }

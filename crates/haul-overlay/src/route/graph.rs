@@ -5,6 +5,10 @@ use std::collections::HashMap;
 
 use super::{HostId, Leg, RouteError};
 
+/// A leg as the search sees it: the receiving host's index, the prediction in bits per second,
+/// and the predictor's recent error in percent (None: not known).
+pub(crate) type Edge = (usize, f64, Option<f64>);
+
 /// Predicted leg throughputs between hosts; at most one leg per ordered pair.
 #[derive(Debug, Clone)]
 pub struct Graph {
@@ -14,8 +18,8 @@ pub struct Graph {
     index: HashMap<HostId, usize>,
     /// The out-legs of host `i` are `legs[starts[i]..starts[i + 1]]`.
     starts: Vec<usize>,
-    /// `(to index, bps)` of each leg, parallel to `legs`, sorted by `to` within each host.
-    edges: Vec<(usize, f64)>,
+    /// Each leg as an [`Edge`], parallel to `legs`, sorted by `to` within each host.
+    edges: Vec<Edge>,
     /// The legs as given, sorted by (from, to) index.
     legs: Vec<Leg>,
 }
@@ -42,7 +46,10 @@ impl Graph {
         for i in 0..hosts.len() {
             starts[i + 1] += starts[i];
         }
-        let edges = order.iter().map(|&i| (ends[i].1, legs[i].bps)).collect();
+        let edges = order
+            .iter()
+            .map(|&i| (ends[i].1, legs[i].bps, legs[i].err_pct))
+            .collect();
         let mut slots: Vec<Option<Leg>> = legs.into_iter().map(Some).collect();
         let legs = order.iter().filter_map(|&i| slots[i].take()).collect();
         let index = hosts
@@ -90,14 +97,14 @@ impl Graph {
         self.hosts.len()
     }
 
-    /// `(to, bps)` of host `u`'s out-legs.
-    pub(crate) fn out(&self, u: usize) -> &[(usize, f64)] {
+    /// Host `u`'s out-legs.
+    pub(crate) fn out(&self, u: usize) -> &[Edge] {
         &self.edges[self.starts[u]..self.starts[u + 1]]
     }
 
-    /// The predicted bps from `u` to `v`, if known.
-    pub(crate) fn bps(&self, u: usize, v: usize) -> Option<f64> {
-        self.find(u, v).map(|i| self.edges[i].1)
+    /// The leg from `u` to `v`, if known.
+    pub(crate) fn edge(&self, u: usize, v: usize) -> Option<Edge> {
+        self.find(u, v).map(|i| self.edges[i])
     }
 
     /// The position of the leg from `u` to `v` in `legs` / `edges`.
@@ -110,7 +117,7 @@ impl Graph {
     }
 }
 
-/// Refuses a leg with a bad throughput or from a host to itself.
+/// Refuses a leg with a bad throughput or error, or from a host to itself.
 fn check(legs: &[Leg]) -> Result<(), RouteError> {
     for leg in legs {
         if !(leg.bps.is_finite() && leg.bps >= 0.0) {
@@ -118,6 +125,13 @@ fn check(legs: &[Leg]) -> Result<(), RouteError> {
                 from: leg.from.clone(),
                 to: leg.to.clone(),
                 bps: leg.bps,
+            });
+        }
+        if let Some(e) = leg.err_pct.filter(|e| !(e.is_finite() && *e >= 0.0)) {
+            return Err(RouteError::BadError {
+                from: leg.from.clone(),
+                to: leg.to.clone(),
+                err_pct: e,
             });
         }
         if leg.from == leg.to {

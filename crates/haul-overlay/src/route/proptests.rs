@@ -32,6 +32,16 @@ fn discount() -> impl Strategy<Value = f64> {
     prop_oneof![Just(1.0), Just(0.5), Just(0.25), MIN_DISCOUNT..=1.0]
 }
 
+/// No error known, none, round errors, or any (past 100 %: the factor's floor).
+fn err() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(0.0)),
+        Just(Some(50.0)),
+        (0.0..150.0).prop_map(Some)
+    ]
+}
+
 /// A random [`Case`].
 fn case() -> impl Strategy<Value = Case> {
     (2usize..=8).prop_flat_map(|n| {
@@ -41,50 +51,58 @@ fn case() -> impl Strategy<Value = Case> {
             0usize..=3,
             prop_oneof![Just(0.0), Just(0.5), Just(1.0)],
             any::<bool>(),
+            prop::collection::vec(err(), n * (n - 1)),
+            prop_oneof![Just(0.0), Just(1.0), 0.0..3.0],
         )
-            .prop_map(move |(preds, offered, max_relays, threshold, rev)| {
-                let pairs =
-                    (0..n).flat_map(|u| (0..n).filter(move |&v| v != u).map(move |v| (u, v)));
-                let legs = pairs
-                    .zip(preds)
-                    .filter_map(|((u, v), b)| {
-                        Some(Leg {
-                            from: format!("h{u}"),
-                            to: format!("h{v}"),
-                            bps: b?,
-                            age_s: 1.0,
-                            samples: 1,
+            .prop_map(
+                move |(preds, offered, max_relays, threshold, rev, errs, risk)| {
+                    let pairs =
+                        (0..n).flat_map(|u| (0..n).filter(move |&v| v != u).map(move |v| (u, v)));
+                    let legs = pairs
+                        .zip(preds.into_iter().zip(errs))
+                        .filter_map(|((u, v), (b, err_pct))| {
+                            Some(Leg {
+                                from: format!("h{u}"),
+                                to: format!("h{v}"),
+                                bps: b?,
+                                age_s: 1.0,
+                                samples: 1,
+                                err_pct,
+                            })
                         })
-                    })
-                    .collect();
-                let mut relays: Vec<Candidate> = offered
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, d)| {
-                        Some(Candidate {
-                            host: format!("h{i}"),
-                            discount: d?,
+                        .collect();
+                    let mut relays: Vec<Candidate> = offered
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(i, d)| {
+                            Some(Candidate {
+                                host: format!("h{i}"),
+                                discount: d?,
+                            })
                         })
-                    })
-                    .collect();
-                if rev {
-                    relays.reverse();
-                }
-                let params = RouteParams {
-                    max_relays,
-                    threshold,
-                };
-                Case {
-                    legs,
-                    relays,
-                    params,
-                }
-            })
+                        .collect();
+                    if rev {
+                        relays.reverse();
+                    }
+                    let params = RouteParams {
+                        max_relays,
+                        threshold,
+                        risk,
+                    };
+                    Case {
+                        legs,
+                        relays,
+                        params,
+                    }
+                },
+            )
     })
 }
 
-/// The scaled legs of `hops` (the model of the module comment), in order.
-fn scaled(g: &Graph, hops: &[HostId], relays: &[Candidate]) -> Vec<f64> {
+/// The scaled legs of `hops` (the model of the module comment), in order: a chain's legs less
+/// `risk` recent errors, direct at its prediction.
+fn scaled(g: &Graph, hops: &[HostId], relays: &[Candidate], risk: f64) -> Vec<f64> {
+    let risk = if hops.len() > 2 { risk } else { 0.0 };
     let factor: HashMap<&str, f64> = relays
         .iter()
         .filter(|c| c.host != "h0" && c.host != "h1")
@@ -93,14 +111,19 @@ fn scaled(g: &Graph, hops: &[HostId], relays: &[Candidate]) -> Vec<f64> {
     let f = |h: &str| factor.get(h).copied().unwrap_or(1.0);
     hops.windows(2)
         .map(|p| {
-            g.leg(&p[0], &p[1])
-                .map_or(0.0, |l| l.bps * f(&p[0]) * f(&p[1]))
+            g.leg(&p[0], &p[1]).map_or(0.0, |l| {
+                let judged = match l.err_pct {
+                    Some(e) => (1.0 - risk * e / 100.0).max(MIN_RISK_FACTOR),
+                    None => 1.0,
+                };
+                l.bps * f(&p[0]) * f(&p[1]) * judged
+            })
         })
         .collect()
 }
 
 /// What the tie-break rules fix about a route: everything but the last-resort order.
-fn key(g: &Graph, r: &Route, relays: &[Candidate]) -> (f64, Option<f64>, Option<f64>, usize, f64) {
+fn key(g: &Graph, r: &Route, c: &Case) -> (f64, Option<f64>, Option<f64>, usize, f64) {
     let (chain, bps) = match &r.reason {
         Reason::BelowThreshold {
             best_chain,
@@ -109,7 +132,7 @@ fn key(g: &Graph, r: &Route, relays: &[Candidate]) -> (f64, Option<f64>, Option<
         } => (best_chain.as_slice(), *chain_bps),
         _ => (r.hops.as_slice(), r.predicted_bps),
     };
-    let sum = scaled(g, chain, relays).iter().sum();
+    let sum = scaled(g, chain, &c.relays, c.params.risk).iter().sum();
     (bps, r.direct_bps, r.gain, chain.len(), sum)
 }
 
@@ -139,7 +162,7 @@ fn check_valid(g: &Graph, c: &Case, r: &Route) -> Result<(), TestCaseError> {
         .collect();
     prop_assert_eq!(&r.legs, &legs);
     prop_assert_eq!(legs.len(), n - 1);
-    let w = scaled(g, &r.hops, &c.relays);
+    let w = scaled(g, &r.hops, &c.relays, c.params.risk);
     prop_assert!(w.iter().all(|&w| w > 0.0), "{:?}", w);
     prop_assert_eq!(
         r.predicted_bps,
@@ -163,7 +186,7 @@ proptest! {
         check_valid(&g, &c, &slow)?;
         prop_assert_eq!(discriminant(&fast.reason), discriminant(&slow.reason));
         prop_assert_eq!(fast.predicted_bps, slow.predicted_bps);
-        prop_assert_eq!(key(&g, &fast, &c.relays), key(&g, &slow, &c.relays));
+        prop_assert_eq!(key(&g, &fast, &c), key(&g, &slow, &c));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The chain search: a hop-bounded widest-path (maximin) search in `O(k · |E|)`, and the
 //! brute-force enumeration it is checked against. Both see the same scaled legs
-//! (`w(u, v) = bps · d_u · d_v`, see the parent module) and break ties the same way.
+//! (`w(u, v) = bps · d_u · d_v · risk_factor(err)`, see the parent module) and break ties the
+//! same way.
 //!
 //! The widest search runs in two passes, each a Bellman-Ford-style relaxation by number of
 //! relays (level `j` reads only level `j − 1`, so a label never uses more relays than its level):
@@ -18,7 +19,8 @@
 //! than `j*` relays and every leg `≥ B*`, against the choice of `j*`. The source and the
 //! destination are never relays, so they only start and end a chain.
 
-use super::graph::Graph;
+use super::graph::{Edge, Graph};
+use super::risk_factor;
 
 /// A chain of relays between the source and the destination.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,11 +49,20 @@ pub(crate) struct Net<'g> {
     factor: Vec<f64>,
     /// Per host: the scaled leg to the destination if a relay and known, else 0.
     to_dst: Vec<f64>,
+    /// Recent errors of margin a leg is judged by ([`super::RouteParams::risk`]).
+    risk: f64,
 }
 
 impl<'g> Net<'g> {
-    /// The view for `src` → `dst` with `relays` as `(index, discount)`, neither end among them.
-    pub(crate) fn new(graph: &'g Graph, src: usize, dst: usize, relays: &[(usize, f64)]) -> Self {
+    /// The view for `src` → `dst` with `relays` as `(index, discount)`, neither end among them,
+    /// judging legs `risk` recent errors below their predictions.
+    pub(crate) fn new(
+        graph: &'g Graph,
+        src: usize,
+        dst: usize,
+        relays: &[(usize, f64)],
+        risk: f64,
+    ) -> Self {
         let n = graph.len();
         let mut net = Net {
             graph,
@@ -61,6 +72,7 @@ impl<'g> Net<'g> {
             is_relay: vec![false; n],
             factor: vec![1.0; n],
             to_dst: vec![0.0; n],
+            risk,
         };
         net.relays.sort_unstable();
         for &(r, d) in relays {
@@ -68,14 +80,15 @@ impl<'g> Net<'g> {
             net.factor[r] = d;
         }
         for &r in &net.relays {
-            net.to_dst[r] = graph.bps(r, dst).map_or(0.0, |b| net.weight(r, dst, b));
+            net.to_dst[r] = graph.edge(r, dst).map_or(0.0, |e| net.weight(r, e));
         }
         net
     }
 
-    /// The scaled prediction of the leg `u` → `v` (eq. in the parent module).
-    fn weight(&self, u: usize, v: usize, bps: f64) -> f64 {
-        bps * self.factor[u] * self.factor[v]
+    /// The scaled prediction of the leg `u` → `e` (eq. in the parent module).
+    fn weight(&self, u: usize, e: Edge) -> f64 {
+        let (v, bps, err) = e;
+        bps * self.factor[u] * self.factor[v] * risk_factor(err, self.risk)
     }
 
     /// The scaled legs out of `u` into relays, as `(relay, w)`, outages left out.
@@ -84,7 +97,7 @@ impl<'g> Net<'g> {
             .out(u)
             .iter()
             .filter(|e| self.is_relay[e.0])
-            .map(move |&(v, bps)| (v, self.weight(u, v, bps)))
+            .map(move |&e| (e.0, self.weight(u, e)))
             .filter(|e| e.1 > 0.0)
     }
 
@@ -96,7 +109,7 @@ impl<'g> Net<'g> {
         hops.push(self.dst);
         let (mut min, mut sum) = (f64::INFINITY, 0.0);
         for p in hops.windows(2) {
-            let w = self.weight(p[0], p[1], self.graph.bps(p[0], p[1])?);
+            let w = self.weight(p[0], self.graph.edge(p[0], p[1])?);
             if w <= 0.0 {
                 return None;
             }

@@ -11,6 +11,7 @@ fn leg(from: &str, to: &str, bps: f64) -> Leg {
         bps,
         age_s: 60.0,
         samples: 5,
+        err_pct: None,
     }
 }
 
@@ -37,6 +38,7 @@ fn params(max_relays: usize, threshold: f64) -> RouteParams {
     RouteParams {
         max_relays,
         threshold,
+        risk: 0.0,
     }
 }
 
@@ -298,6 +300,76 @@ fn the_choice_does_not_depend_on_the_order_of_the_legs() {
     assert_eq!(pick(&graph(&legs), &rs), pick(&graph(&reversed), &rs));
 }
 
+/// A graph of `(from, to, bps, recent error %)` legs.
+fn graph_err(legs: &[(&str, &str, f64, Option<f64>)]) -> Graph {
+    let legs = legs.iter().map(|&(f, t, b, err_pct)| Leg {
+        err_pct,
+        ..leg(f, t, b)
+    });
+    Graph::new(legs).expect("valid graph")
+}
+
+/// Params with the default threshold and `risk`.
+fn risky(risk: f64) -> RouteParams {
+    RouteParams {
+        risk,
+        ..params(2, 0.5)
+    }
+}
+
+#[test]
+fn a_steady_chain_beats_a_noisy_one_predicted_wider() {
+    // Via a: 40 Mbit/s predicted, but its legs have recently erred by 60 % (judged 16).
+    // Via b: 30, and its predictions have held (judged 30). Direct: 10, erring by 90 %.
+    let g = graph_err(&[
+        ("s", "t", 10e6, Some(90.0)),
+        ("s", "a", 40e6, Some(60.0)),
+        ("a", "t", 40e6, Some(60.0)),
+        ("s", "b", 30e6, Some(0.0)),
+        ("b", "t", 30e6, None),
+    ]);
+    let rs = relays(&["a", "b"]);
+    let r = pick_with(&g, &rs, &risky(1.0));
+    assert_eq!(r.hops, hops(&["s", "b", "t"]));
+    assert_eq!(r.predicted_bps, 30e6);
+    // Direct is judged at its prediction, whatever its error.
+    assert_eq!(r.direct_bps, Some(10e6));
+    assert_eq!(r.reason, Reason::Split { gain: 2.0 });
+    // Without the margin the thesis's rule takes the wider prediction.
+    let r = pick_with(&g, &rs, &risky(0.0));
+    assert_eq!(r.hops, hops(&["s", "a", "t"]));
+    assert_eq!(r.predicted_bps, 40e6);
+    // Half a recent error: a is judged at 28, b at 30.
+    assert_eq!(pick_with(&g, &rs, &risky(0.5)).hops, hops(&["s", "b", "t"]));
+}
+
+#[test]
+fn a_noisy_chain_must_clear_the_threshold_at_its_judged_rate() {
+    // 40 predicted against direct 10 (+300 %); with a recent error of 70 % it is judged at 12,
+    // +20 %, under the threshold: direct. An error of 250 % is floored, not taken as down.
+    let g = graph_err(&[
+        ("s", "t", 10e6, None),
+        ("s", "a", 40e6, Some(70.0)),
+        ("a", "t", 40e6, Some(10.0)),
+    ]);
+    let r = pick_with(&g, &relays(&["a"]), &risky(1.0));
+    assert_eq!(r.hops, hops(&["s", "t"]));
+    let Reason::BelowThreshold { chain_bps, .. } = r.reason else {
+        panic!("{r:?}");
+    };
+    assert!((chain_bps - 12e6).abs() < 1.0, "{chain_bps}");
+    assert!(matches!(
+        pick_with(&g, &relays(&["a"]), &risky(0.0)).reason,
+        Reason::Split { .. }
+    ));
+    let g = graph_err(&[("s", "a", 40e6, Some(250.0)), ("a", "t", 40e6, None)]);
+    let r = pick_with(&g, &relays(&["a"]), &risky(1.0));
+    assert_eq!(r.hops, hops(&["s", "a", "t"]));
+    assert!((r.predicted_bps - 40e6 * MIN_RISK_FACTOR).abs() < 1.0);
+    assert_eq!(risk_factor(None, 3.0), 1.0);
+    assert_eq!(risk_factor(Some(20.0), 2.0), 0.6);
+}
+
 #[test]
 fn bad_input_is_refused_with_its_cause() {
     let bad = |l: Leg| Graph::new([leg("s", "t", 1.0), l]).map(|_| ());
@@ -325,6 +397,13 @@ fn bad_input_is_refused_with_its_cause() {
     for t in [-0.1, f64::NAN, f64::INFINITY] {
         let e = run(&[], params(2, t));
         assert!(matches!(e, Err(RouteError::BadThreshold { .. })), "{t}");
+        let e = run(&[], risky(t));
+        assert!(matches!(e, Err(RouteError::BadRisk { .. })), "{t}");
+        let l = Leg {
+            err_pct: Some(t),
+            ..leg("s", "b", 1.0)
+        };
+        assert!(matches!(bad(l), Err(RouteError::BadError { .. })), "{t}");
     }
     let e = choose(&g, "s", "s", &[], &RouteParams::default()).map(|_| ());
     assert_eq!(e, Err(RouteError::SameEndpoints { host: "s".into() }));

@@ -284,6 +284,7 @@ mod tests {
             bps: 1e8,
             age_s: 0.0,
             samples: 1,
+            err_pct: None,
         }
     }
 

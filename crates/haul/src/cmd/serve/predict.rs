@@ -112,6 +112,7 @@ impl HistoryPredictions {
                     },
                     age_s: p.age_s,
                     samples: p.samples,
+                    err_pct: if out { None } else { p.error_pct },
                 }
             })
             .collect();
