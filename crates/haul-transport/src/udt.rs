@@ -7,6 +7,7 @@
 //! constructor fails with [`unavailable`]'s error ([`AVAILABLE`] is false).
 
 use std::io;
+#[cfg(haul_udt)]
 use std::time::Duration;
 
 /// UDT socket options; `None` keeps UDT's default.
