@@ -134,7 +134,8 @@ pub fn risk_factor(err_pct: Option<f64>, risk: f64) -> f64 {
 pub struct Route {
     /// The source, the relays in order, the destination.
     pub hops: Vec<HostId>,
-    /// The route's prediction: its smallest leg after relay discounts, bits per second.
+    /// The route's prediction: its smallest leg after relay discounts and, for a chain, the
+    /// risk margin, bits per second (direct: its leg's prediction).
     pub predicted_bps: f64,
     /// The direct prediction, when the pair has one.
     pub direct_bps: Option<f64>,
@@ -147,6 +148,12 @@ pub struct Route {
 }
 
 impl Route {
+    /// The narrowest of the route's legs as predicted, before discounts and risk: what a relay's
+    /// overhead factor is learned against ([`learn_discount`]); None when no leg is known.
+    pub fn legs_bps(&self) -> Option<f64> {
+        narrowest(&self.legs)
+    }
+
     /// The relays of the route, in order (empty for direct).
     pub fn relays(&self) -> &[HostId] {
         match self.hops.len() {
@@ -165,8 +172,10 @@ pub enum Reason {
     BelowThreshold {
         /// The best chain's hops.
         best_chain: Vec<HostId>,
-        /// The best chain's prediction, bits per second.
+        /// The best chain's prediction as judged (discounts and risk applied), bits per second.
         chain_bps: f64,
+        /// Its narrowest leg as predicted, before discounts and risk, bits per second.
+        legs_bps: f64,
         /// Its predicted gain over direct.
         gain: f64,
     },
@@ -366,11 +375,12 @@ fn decide(graph: &Graph, src: &str, dst: &str, chain: Option<Chain>, threshold: 
         };
     };
     let hops = chain_hops(graph, src, dst, &chain);
+    let legs: Vec<Leg> = hops
+        .windows(2)
+        .filter_map(|p| graph.leg(&p[0], &p[1]).cloned())
+        .collect();
     let chain_route = |gain: Option<f64>, reason: Reason| Route {
-        legs: hops
-            .windows(2)
-            .filter_map(|p| graph.leg(&p[0], &p[1]).cloned())
-            .collect(),
+        legs: legs.clone(),
         hops: hops.clone(),
         predicted_bps: chain.bps,
         direct_bps,
@@ -390,12 +400,18 @@ fn decide(graph: &Graph, src: &str, dst: &str, chain: Option<Chain>, threshold: 
                 let reason = Reason::BelowThreshold {
                     best_chain: hops.clone(),
                     chain_bps: chain.bps,
+                    legs_bps: narrowest(&legs).unwrap_or(0.0),
                     gain,
                 };
                 direct_route(d, Some(gain), reason)
             }
         }
     }
+}
+
+/// The smallest prediction of `legs`, if any.
+fn narrowest(legs: &[Leg]) -> Option<f64> {
+    legs.iter().map(|l| l.bps).reduce(f64::min)
 }
 
 /// The hop ids of a chain: source, relays, destination.

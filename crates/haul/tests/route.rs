@@ -5,6 +5,8 @@
 //! seeded with served transfers at known rates.
 mod common;
 
+use std::path::Path;
+
 use common::haul::*;
 use haul_store::{Outcome, Params, Store, TransferRecord};
 
@@ -83,36 +85,9 @@ fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
 
     // The relay's overhead is learned from copies sent through it: three that achieved a
     // twentieth of their prediction make it a poor relay, and the route goes direct.
-    let mut store = Store::open(&hist).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    for k in 0..3 {
-        let bytes = 16u64 << 20;
-        store
-            .insert(&TransferRecord {
-                id: None,
-                kind: "cp".into(),
-                started_at: now - 300.0 * (k + 1) as f64,
-                duration_s: bytes as f64 * 8.0 / 7.5e6,
-                source: format!("ftp://{raddr}/ftp://{oaddr}/f.bin"),
-                destination: "/tmp/x".into(),
-                source_host: raddr.clone(),
-                destination_host: "local".into(),
-                params: Params {
-                    extra: serde_json::json!({"route": {"relays": [raddr], "predicted_bps": 150e6}}),
-                    ..Params::default()
-                },
-                files: 1,
-                bytes,
-                outcome: Outcome::Ok,
-                error: None,
-                samples: Vec::new(),
-            })
-            .unwrap();
+    for k in 1..=3 {
+        relayed_copy(&hist, (&oaddr, &raddr), 150e6, 7.5e6, 300.0 * k as f64);
     }
-    drop(store);
     let j = route(&[]);
     let d = j["discounts"][&raddr].as_f64().unwrap();
     assert!((d - 0.05).abs() < 1e-9, "learned discount {d}: {j:#}");
@@ -247,6 +222,84 @@ fn cp_route_auto_reroutes_a_copy_far_below_its_prediction_and_verifies() {
             "{name}: the copy differs"
         );
     }
+}
+
+/// A relayed copy from `origin` through `relay` in the client's history `hist`, recorded as
+/// `haul cp --route auto` records one: the route predicted at `predicted` bps, `achieved` bps,
+/// finished `age_s` seconds ago.
+fn relayed_copy(
+    hist: &Path,
+    (origin, relay): (&str, &str),
+    predicted: f64,
+    achieved: f64,
+    age_s: f64,
+) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let bytes = 16u64 << 20;
+    let duration_s = bytes as f64 * 8.0 / achieved;
+    Store::open(hist)
+        .unwrap()
+        .insert(&TransferRecord {
+            id: None,
+            kind: "cp".into(),
+            started_at: now - age_s - duration_s,
+            duration_s,
+            source: format!("ftp://{relay}/ftp://{origin}/f.bin"),
+            destination: "/tmp/x".into(),
+            source_host: relay.into(),
+            destination_host: "local".into(),
+            params: Params {
+                extra: serde_json::json!({"route": {"relays": [relay], "predicted_bps": predicted}}),
+                ..Params::default()
+            },
+            files: 1,
+            bytes,
+            outcome: Outcome::Ok,
+            error: None,
+            samples: Vec::new(),
+        })
+        .unwrap();
+}
+
+/// A relay's overhead factor is learned against its legs' own predictions, so a relayed copy
+/// records the narrowest leg's prediction, not the route's after the factor: recording the
+/// discounted value would feed the factor back into itself.
+#[test]
+fn a_relayed_copy_records_its_legs_prediction_before_the_discount() {
+    let local = dirs();
+    let data = random_bytes(1 << 20, 26);
+    let chain = Chain::start(&data);
+    let (oaddr, raddr) = (chain.origin.addr.clone(), chain.relay.addr.clone());
+    let hist = local.path().join("client.sqlite");
+    // One earlier copy through the relay achieved two thirds of its 150 Mbit/s prediction.
+    relayed_copy(&hist, (&oaddr, &raddr), 150e6, 100e6, 600.0);
+    let src = format!("ftp://{oaddr}/f.bin");
+    let dst = local.path().join("f.bin");
+    let args = [src.as_str(), dst.to_str().unwrap(), "--relays", &raddr];
+    let j = route_json(&args, &hist).0;
+    let predicted = j["predicted_bps"].as_f64().unwrap();
+    assert!((predicted - 100e6).abs() < 1e3, "150 x 2/3: {j:#}");
+    let out = cp(&[&["--route", "auto", "--json"], &args[..]].concat(), &hist);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&dst).unwrap() == data);
+    let newest = Store::open(&hist)
+        .unwrap()
+        .list(&haul_store::Filter::default())
+        .unwrap()
+        .into_iter()
+        .max_by(|a, b| a.started_at.total_cmp(&b.started_at))
+        .unwrap();
+    let route = &newest.params.extra["route"];
+    assert_eq!(route["relays"], serde_json::json!([raddr]), "{route}");
+    let recorded = route["predicted_bps"].as_f64().unwrap();
+    assert!((recorded - 150e6).abs() < 1e3, "{route}");
 }
 
 fn dirs() -> tempfile::TempDir {

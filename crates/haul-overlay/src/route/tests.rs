@@ -87,6 +87,7 @@ fn gain_under_the_threshold_stays_direct() {
         Reason::BelowThreshold {
             best_chain: hops(&["s", "b", "t"]),
             chain_bps: 14.0,
+            legs_bps: 14.0,
             gain,
         }
     );
@@ -185,11 +186,16 @@ fn discounts_change_the_choice() {
     assert_eq!((r.hops, r.predicted_bps), (hops(&["s", "a", "t"]), 40.0));
     // a loses half its throughput to overhead: b wins.
     let r = pick(&g, &[cand("a", 0.5), cand("b", 1.0)]);
+    assert_eq!(r.legs_bps(), Some(30.0));
     assert_eq!((r.hops, r.predicted_bps), (hops(&["s", "b", "t"]), 30.0));
-    // Both discounted: a chain of 40 · 0.3 = 12 is only 20 % better than direct.
+    // Both discounted: a chain of 40 · 0.3 = 12 is only 20 % better than direct. What a
+    // relay's factor is learned against stays the legs' own prediction, 40.
     let r = pick(&g, &[cand("a", 0.3), cand("b", 0.3)]);
     assert_eq!(r.hops, hops(&["s", "t"]));
-    assert!(matches!(r.reason, Reason::BelowThreshold { chain_bps, .. } if chain_bps == 12.0));
+    assert!(matches!(r.reason,
+        Reason::BelowThreshold { chain_bps, legs_bps, .. } if chain_bps == 12.0 && legs_bps == 40.0));
+    let r = pick(&g, &[cand("a", 0.5)]);
+    assert_eq!((r.predicted_bps, r.legs_bps()), (20.0, Some(40.0)));
 }
 
 #[test]

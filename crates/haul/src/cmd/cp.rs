@@ -66,12 +66,12 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
     )?;
     let other = chosen.as_ref().and_then(other_route);
     let watch = args.watchdog.is_none() && args.reroute_window > 0.0;
-    if let (Some(r), Some((_, alt_bps)), true) = (&chosen, &other, watch) {
+    if let (Some(r), Some((_, alt_bps, _)), true) = (&chosen, &other, watch) {
         let mut behind = falling_behind(r.predicted_bps, *alt_bps, args.reroute_window);
         args.watchdog = Some(Watchdog(Box::new(move |x| behind(x))));
     }
     let first = copy_with(args, (s, d, chosen))?;
-    let (Some(stop), Some((relays, alt_bps))) = (&first.stopped, other) else {
+    let (Some(stop), Some((relays, _, legs_bps))) = (&first.stopped, other) else {
         return Ok(first);
     };
     let mut args = first.args;
@@ -88,7 +88,7 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
         "bytes": first.summary.bytes,
         "seconds": first.summary.duration_s,
     }));
-    args.chosen = (!relays.is_empty()).then(|| (relays.clone(), alt_bps));
+    args.chosen = (!relays.is_empty()).then(|| (relays.clone(), legs_bps));
     (args.watchdog, args.resume) = (None, true);
     args.only = Some(stop.missing.iter().cloned().collect());
     let mut then = copy_with(args, (s, d, None))?;
@@ -100,20 +100,22 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
     Ok(then)
 }
 
-/// The route a `--route auto` copy would re-route to, with its prediction: the best chain
-/// when it went direct under the threshold, direct when it went through relays.
-fn other_route(r: &haul_overlay::route::Route) -> Option<(Vec<String>, f64)> {
+/// The route a `--route auto` copy would re-route to: the best chain when it went direct under
+/// the threshold, direct when it went through relays; with its prediction as judged (what the
+/// copy is compared with) and its narrowest leg before discounts and risk (what is recorded).
+fn other_route(r: &haul_overlay::route::Route) -> Option<(Vec<String>, f64, f64)> {
     use haul_overlay::route::Reason;
     match &r.reason {
         Reason::BelowThreshold {
             best_chain,
             chain_bps,
+            legs_bps,
             ..
         } => {
             let relays = best_chain.get(1..best_chain.len().saturating_sub(1))?;
-            (!relays.is_empty()).then(|| (relays.to_vec(), *chain_bps))
+            (!relays.is_empty()).then(|| (relays.to_vec(), *chain_bps, *legs_bps))
         }
-        _ if !r.relays().is_empty() => r.direct_bps.map(|d| (Vec::new(), d)),
+        _ if !r.relays().is_empty() => r.direct_bps.map(|d| (Vec::new(), d, d)),
         _ => None,
     }
 }
@@ -127,7 +129,10 @@ fn copy_with(
     if let Some(r) = &chosen {
         tracing::info!(hops = ?r.hops, predicted_bps = r.predicted_bps, "route chosen");
         if !r.relays().is_empty() {
-            args.chosen = Some((r.relays().to_vec(), r.predicted_bps));
+            // A relay's overhead is learned against the legs' own predictions (`learn_discount`),
+            // so the record must not carry the discounts and risk it was chosen with.
+            let legs_bps = r.legs_bps().unwrap_or(r.predicted_bps);
+            args.chosen = Some((r.relays().to_vec(), legs_bps));
         }
     }
     (args.src, args.dst) = (src, dst);
