@@ -108,8 +108,12 @@ impl Control {
                         login.gss_established();
                     }
                 }
-            } else if let Some(cmd) = login.poll_transmit() {
-                c.send(&cmd)?;
+            } else if let Some(first) = login.poll_transmit() {
+                // All that is due in one write: a haul server gets the whole login at once.
+                let due: Vec<Command> = std::iter::once(first)
+                    .chain(std::iter::from_fn(|| login.poll_transmit()))
+                    .collect();
+                c.send_all(&due)?;
             } else if login.is_done() {
                 c.features = login.features().clone();
                 c.feat_reply = login.feat_reply().cloned();

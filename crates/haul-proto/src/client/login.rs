@@ -7,6 +7,9 @@ use thiserror::Error;
 use crate::command::{ProtLevel, TransferType};
 use crate::{Command, Features, Reply};
 
+/// How a haul server's greeting starts (`server::login::GREETING`).
+const HAUL_GREETING: &str = "haul GridFTP server ";
+
 /// Something the driver must do outside the command / reply flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -81,6 +84,8 @@ enum Step {
     Prot,
     User,
     Pass,
+    /// `USER` was answered 230 or 202 while the `PASS` sent with it is still to be answered.
+    PassAfterLogin,
     Feat,
     Type,
     Done,
@@ -94,7 +99,11 @@ enum Step {
 /// ([`Login::poll_transmit`]), actions ([`Login::poll_action`]), and at the end the server's
 /// [`Features`]. One command is outstanding at a time, but for `TYPE I`, which goes out with
 /// `FEAT` (any server takes both once logged in, and it saves a round trip); 111 / 112 markers
-/// are skipped after the greeting.
+/// are skipped after the greeting. A haul server (known by its greeting) gets the whole login
+/// at once, `PBSZ` / `PROT` (TLS), `USER`, `PASS`, `FEAT` and `TYPE I` in one write: it queues
+/// commands while it checks a password, so the login takes one round trip after the greeting
+/// or the TLS handshake instead of three (five under TLS). GSI logins and other servers keep
+/// the exchange above.
 pub struct Login {
     user: String,
     pass: String,
@@ -104,6 +113,10 @@ pub struct Login {
     transmit: std::collections::VecDeque<Command>,
     /// Commands written whose final replies have not been read yet.
     in_flight: usize,
+    /// The server is a haul server: the login goes out in one burst ([`Login`]).
+    burst: bool,
+    /// Steps whose commands went out ahead, with the burst: entering them sends nothing.
+    sent_ahead: Vec<Step>,
     action: Option<Action>,
     features: Features,
     /// The server's `211` answer to `FEAT`, as it came.
@@ -155,6 +168,8 @@ impl Login {
             step: Step::Greeting,
             transmit: Default::default(),
             in_flight: 0,
+            burst: false,
+            sent_ahead: Vec::new(),
             action: None,
             features: Features::default(),
             feat_reply: None,
@@ -249,6 +264,8 @@ impl Login {
             Step::Greeting => match r.code {
                 120 => Ok(()),
                 220 => {
+                    self.burst =
+                        self.security != Security::Gsi && r.text().starts_with(HAUL_GREETING);
                     self.enter(match self.security {
                         Security::Plain => Step::User,
                         Security::Tls => Step::AuthTls,
@@ -286,11 +303,24 @@ impl Login {
                     self.enter(Step::Pass);
                     Ok(())
                 }
+                // The `PASS` sent with the burst is still to be answered.
+                230 | 202 if self.step == Step::User && self.sent_ahead.contains(&Step::Pass) => {
+                    self.step = Step::PassAfterLogin;
+                    Ok(())
+                }
                 230 | 202 => {
                     self.enter(Step::Feat);
                     Ok(())
                 }
                 530 => Err(LoginError::Auth(r)),
+                _ => Err(LoginError::Unexpected(r)),
+            },
+            // Logged in already: a `PASS` too many is answered 503, or 230 again.
+            Step::PassAfterLogin => match r.code {
+                200..=299 | 503 => {
+                    self.enter(Step::Feat);
+                    Ok(())
+                }
                 _ => Err(LoginError::Unexpected(r)),
             },
             Step::Feat => {
@@ -320,9 +350,27 @@ impl Login {
         Ok(())
     }
 
-    /// Enters `step`, queueing its command or action.
+    /// Enters `step`, queueing its command or action (none when it went out with the burst).
     fn enter(&mut self, step: Step) {
         self.step = step;
+        if self.sent_ahead.contains(&step) {
+            return;
+        }
+        if self.burst && matches!(step, Step::Pbsz | Step::User) {
+            let from = usize::from(step == Step::User) * 2;
+            let steps = &[
+                Step::Pbsz,
+                Step::Prot,
+                Step::User,
+                Step::Pass,
+                Step::Feat,
+                Step::Type,
+            ][from..];
+            let burst: Vec<Command> = steps.iter().filter_map(|s| self.command_of(*s)).collect();
+            self.transmit.extend(burst);
+            self.sent_ahead = steps[1..].to_vec();
+            return;
+        }
         self.transmit.extend(self.command_of(step));
         if step == Step::Feat {
             self.transmit.extend(self.command_of(Step::Type));
@@ -348,6 +396,7 @@ impl Login {
             Step::Feat => Command::Feat,
             Step::Type => Command::Type(TransferType::Image),
             Step::Greeting
+            | Step::PassAfterLogin
             | Step::Handshake
             | Step::GssToken
             | Step::GssProtect

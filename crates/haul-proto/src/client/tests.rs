@@ -340,3 +340,72 @@ fn pipeline_unsolicited() {
     assert!(p.handle_reply(Reply::new(226, "late")).is_err());
     assert!(p.is_empty());
 }
+
+const HAUL_HI: &str = "220 haul GridFTP server 0.1.0 ready.";
+
+#[test]
+fn a_haul_server_gets_the_login_in_one_burst() {
+    let mut l = Login::new("alice", "secret", false);
+    // Every command goes out before the first reply to any of them is read.
+    let (sent, res) = play(&mut l, &[HAUL_HI]);
+    res.unwrap();
+    assert_eq!(sent, ["USER alice", "PASS secret", "FEAT", "TYPE I"]);
+    let (more, res) = play(&mut l, &["331 pass?", "230 in", FEAT, "200 binary"]);
+    res.unwrap();
+    assert!(more.is_empty(), "{more:?}");
+    assert!(l.is_done() && l.features().haul);
+}
+
+#[test]
+fn a_haul_server_over_tls_gets_the_login_in_one_burst_after_the_handshake() {
+    let mut l = Login::new("u", "p", true);
+    let script = [
+        HAUL_HI, "234 go", "200 pbsz", "200 prot", "331 p", "230 in", "211 x", "200 i",
+    ];
+    let (sent, res) = play(&mut l, &script[..2]);
+    res.unwrap();
+    let want = [
+        "AUTH TLS", "<tls>", "PBSZ 0", "PROT P", "USER u", "PASS p", "FEAT", "TYPE I",
+    ];
+    assert_eq!(sent, want);
+    let (more, res) = play(&mut l, &script[2..]);
+    res.unwrap();
+    assert!(more.is_empty() && l.is_done(), "{more:?}");
+}
+
+#[test]
+fn a_burst_login_answers_every_reply_in_order() {
+    // Logged in by USER: the PASS sent with it is answered 503 or 230, and the login goes on.
+    for pass in ["503 Already logged in.", "230 in"] {
+        let mut l = Login::new("anonymous", "haul@", false);
+        let (_, res) = play(&mut l, &[HAUL_HI, "230 welcome", pass, FEAT, "200 ok"]);
+        res.unwrap();
+        assert!(l.is_done(), "{pass}");
+    }
+    // A refused password fails the login at its own reply, whatever follows it.
+    let mut l = Login::new("u", "bad", false);
+    let (_, res) = play(&mut l, &[HAUL_HI, "331 p", "530 Login incorrect.", "530 x"]);
+    assert!(matches!(res.unwrap_err(), LoginError::Auth(_)));
+    assert!(l.is_failed() && l.poll_transmit().is_none());
+    let mut l = Login::new("nobody", "x", false);
+    let (_, res) = play(&mut l, &[HAUL_HI, "530 no such user"]);
+    assert!(matches!(res.unwrap_err(), LoginError::Auth(_)));
+    // Logged in by USER, then anything but 2xx or 503 to PASS is out of protocol.
+    let mut l = Login::new("u", "p", false);
+    let (_, res) = play(&mut l, &[HAUL_HI, "230 in", "331 p"]);
+    assert!(matches!(res.unwrap_err(), LoginError::Unexpected(_)));
+}
+
+#[test]
+fn a_gsi_login_to_a_haul_server_keeps_one_command_at_a_time() {
+    let mut l = Login::gsi(None, None);
+    let script = [HAUL_HI, "334 go", "235 ADAT=s1", "331 pass"];
+    let (sent, res) = play(&mut l, &script);
+    res.unwrap();
+    assert_eq!(
+        sent.last().map(String::as_str),
+        Some("PASS dummy"),
+        "{sent:?}"
+    );
+    assert!(!sent.iter().any(|c| c == "FEAT"), "{sent:?}");
+}
