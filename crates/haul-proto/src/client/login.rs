@@ -253,7 +253,9 @@ impl Login {
     fn step_on(&mut self, r: Reply) -> Result<(), LoginError> {
         // A reply to a command not yet written, or during the TLS handshake, answers nothing.
         let waiting = (self.step == Step::Greeting || self.in_flight > 0) && self.action.is_none();
-        if waiting && self.command_of(self.step).is_some() && matches!(r.code, 111 | 112) {
+        let answers_a_command =
+            self.command_of(self.step).is_some() || self.step == Step::PassAfterLogin;
+        if waiting && answers_a_command && matches!(r.code, 111 | 112) {
             return Ok(());
         }
         if waiting && self.step != Step::Greeting && r.code >= 200 {
