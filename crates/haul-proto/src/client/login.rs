@@ -10,6 +10,16 @@ use crate::{Command, Features, Reply};
 /// How a haul server's greeting starts (`server::login::GREETING`).
 const HAUL_GREETING: &str = "haul GridFTP server ";
 
+/// A burst's steps in the order they go out: from `PBSZ` under TLS, from `USER` otherwise.
+const BURST: [Step; 6] = [
+    Step::Pbsz,
+    Step::Prot,
+    Step::User,
+    Step::Pass,
+    Step::Feat,
+    Step::Type,
+];
+
 /// Something the driver must do outside the command / reply flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -359,15 +369,8 @@ impl Login {
             return;
         }
         if self.burst && matches!(step, Step::Pbsz | Step::User) {
-            let from = usize::from(step == Step::User) * 2;
-            let steps = &[
-                Step::Pbsz,
-                Step::Prot,
-                Step::User,
-                Step::Pass,
-                Step::Feat,
-                Step::Type,
-            ][from..];
+            let from = BURST.iter().position(|s| *s == step).unwrap_or(0);
+            let steps = &BURST[from..];
             let burst: Vec<Command> = steps.iter().filter_map(|s| self.command_of(*s)).collect();
             self.transmit.extend(burst);
             self.sent_ahead = steps[1..].to_vec();
