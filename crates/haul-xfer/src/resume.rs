@@ -31,7 +31,7 @@ pub fn upload_journal(dst_url: &str) -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
         .unwrap_or_else(std::env::temp_dir);
-    let h = xxhash_rust::xxh3::xxh3_64(dst_url.as_bytes());
+    let h = twox_hash::XxHash3_64::oneshot(dst_url.as_bytes());
     base.join("haul/resume").join(format!("{h:016x}.ranges"))
 }
 

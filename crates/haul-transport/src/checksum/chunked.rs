@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128 as Xxh3;
 
 use super::{feed, Algorithm, Hasher, Running};
 use crate::io::Source;
@@ -43,10 +43,10 @@ impl ChunkList {
     pub fn root(&self) -> u128 {
         let mut h = Xxh3::new();
         for d in &self.digests {
-            h.update(&d.to_le_bytes());
+            h.write(&d.to_le_bytes());
         }
-        h.update(&self.len.to_le_bytes());
-        h.digest128()
+        h.write(&self.len.to_le_bytes());
+        h.finish_128()
     }
 
     /// [`ChunkList::root`] as 32 lowercase hex digits, the CKSM reply.
@@ -76,7 +76,7 @@ impl ChunkList {
 
 fn digest_of(h: Hasher) -> u128 {
     match h {
-        Hasher::Xxh(h) => h.digest128(),
+        Hasher::Xxh(h) => h.finish_128(),
         _ => unreachable!("chunks are hashed with XXH3-128"),
     }
 }
@@ -115,13 +115,13 @@ impl Sequential {
     pub fn update(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             let n = ((CHUNK - self.in_cur) as usize).min(data.len());
-            self.cur.update(&data[..n]);
+            self.cur.write(&data[..n]);
             self.in_cur += n as u64;
             self.len += n as u64;
             data = &data[n..];
             if self.in_cur == CHUNK {
-                self.digests.push(self.cur.digest128());
-                self.cur.reset();
+                self.digests.push(self.cur.finish_128());
+                self.cur = Xxh3::new();
                 self.in_cur = 0;
             }
         }
@@ -130,7 +130,7 @@ impl Sequential {
     /// The chunk list of everything fed.
     pub fn finish(mut self) -> ChunkList {
         if self.in_cur > 0 {
-            self.digests.push(self.cur.digest128());
+            self.digests.push(self.cur.finish_128());
         }
         ChunkList {
             len: self.len,
@@ -444,10 +444,7 @@ mod tests {
         let l = sequential(&d);
         assert_eq!(l.digests.len(), 4);
         // A chunk's own digest is XXH3-128 of its bytes.
-        assert_eq!(
-            l.digests[3],
-            xxhash_rust::xxh3::xxh3_128(&d[3 * CHUNK as usize..])
-        );
+        assert_eq!(l.digests[3], Xxh3::oneshot(&d[3 * CHUNK as usize..]));
         let mut trimmed = l.clone();
         trimmed.len -= 1;
         assert_ne!(trimmed.root(), l.root());
