@@ -10,8 +10,12 @@ use haul_xfer::session::Session;
 use haul_xfer::tls::ClientTls;
 use haul_xfer::{PasvAddress, RemoteUrl, XferError};
 
-/// What one request reads from a logged-in session: None when the server does not offer it.
-pub(crate) type Request<T> = fn(&mut Session) -> Result<Option<T>, XferError>;
+/// One question: the `SITE` command it asks (a haul server gets it with the login) and what
+/// reads its answer from the logged-in session (None when the server does not offer it).
+pub(crate) type Request<T> = (
+    &'static str,
+    fn(&mut Session) -> Result<Option<T>, XferError>,
+);
 
 /// One server's answer, with the addresses the control connection had.
 pub(crate) struct Asked<T> {
@@ -34,10 +38,15 @@ impl<T> Asked<T> {
     }
 }
 
-/// Logs into `url` (TLS or GSI from `tls` where its scheme asks for it) and sends `request`.
-pub(crate) fn ask<T>(url: &RemoteUrl, tls: Option<&ClientTls>, request: Request<T>) -> Asked<T> {
+/// Logs into `url` (TLS or GSI from `tls` where its scheme asks for it) and sends `request`,
+/// which asks `SITE <site>`: a haul server gets that with the login.
+pub(crate) fn ask<T>(
+    url: &RemoteUrl,
+    tls: Option<&ClientTls>,
+    (site, request): Request<T>,
+) -> Asked<T> {
     let tls = if url.tls || url.gsi { tls } else { None };
-    let mut s = match Session::open(url, tls, PasvAddress::ControlPeer) {
+    let mut s = match Session::open_asking(url, tls, PasvAddress::ControlPeer, site) {
         Ok(s) => s,
         Err(e) => return Asked::failed(&crate::redact(&e.to_string())),
     };

@@ -73,7 +73,7 @@ pub fn gather(
         .filter(|&i| servers[i].end || covered[i].is_none())
         .collect();
     let urls: Vec<RemoteUrl> = direct.iter().map(|&i| servers[i].url.clone()).collect();
-    let asked = ask_all(&urls, tls, DIRECT_WITHIN, Session::btc);
+    let asked = ask_all(&urls, tls, DIRECT_WITHIN, ("BTC", Session::btc));
     let mut answers: Vec<(HostId, Vec<PeerPrediction>)> = Vec::new();
     let mut by_addr: HashMap<IpAddr, HostId> = HashMap::new();
     let mut local_addrs = reg.local.clone();

@@ -35,6 +35,9 @@ pub struct Control {
     /// After login: the commands sent and not yet finally answered, which every reply is
     /// matched to; a reply read while none is outstanding is a protocol error.
     pending: Option<Pipeline<String>>,
+    /// A command written with the login (see [`Control::connect_asking`]) whose reply is still
+    /// to be read, as its line.
+    ahead: Option<String>,
 }
 
 impl Control {
@@ -48,6 +51,29 @@ impl Control {
         Self::connect_to(url, &addrs, tls, timeout)
     }
 
+    /// As [`Control::connect`], and when the server takes the whole login in one write (a haul
+    /// server), `ahead` goes out in that same write: a session opened for one question
+    /// (`SITE BTC`) gets its answer in the login's round trip. Whether it went is
+    /// [`Control::take_ahead`]'s to say; to any other server it is not sent.
+    pub fn connect_asking(
+        url: &RemoteUrl,
+        tls: Option<&crate::tls::ClientTls>,
+        timeout: Duration,
+        ahead: Command,
+    ) -> Result<Control, XferError> {
+        let addrs = resolve(url)?;
+        Self::login(url, &addrs, tls, timeout, Some(ahead))
+    }
+
+    /// Whether `cmd` went out with the login and its reply is the next to read; true once.
+    pub fn take_ahead(&mut self, cmd: &Command) -> bool {
+        let sent = self.ahead.as_deref() == Some(cmd.to_string().as_str());
+        if sent {
+            self.ahead = None;
+        }
+        sent
+    }
+
     /// As [`Control::connect`], to one of `addrs` (already resolved and checked: a relay
     /// connects only where its allow-list lets it, and never resolves the name twice).
     pub fn connect_to(
@@ -55,6 +81,16 @@ impl Control {
         addrs: &[SocketAddr],
         tls: Option<&crate::tls::ClientTls>,
         timeout: Duration,
+    ) -> Result<Control, XferError> {
+        Self::login(url, addrs, tls, timeout, None)
+    }
+
+    fn login(
+        url: &RemoteUrl,
+        addrs: &[SocketAddr],
+        tls: Option<&crate::tls::ClientTls>,
+        timeout: Duration,
+        mut ahead: Option<Command>,
     ) -> Result<Control, XferError> {
         let name = url.host_port();
         let tcp = dial(addrs, &name, timeout)?;
@@ -73,6 +109,7 @@ impl Control {
             feat_reply: None,
             name,
             pending: None,
+            ahead: None,
         };
         let sec = tls.and_then(|t| t.for_url(url));
         let mut login = if url.gsi {
@@ -84,6 +121,7 @@ impl Control {
         };
         let mut tcp = Some(tcp);
         let mut gss = None;
+        let mut sent_ahead: Option<(String, String)> = None;
         loop {
             if let Some(a) = login.poll_action() {
                 match a {
@@ -110,14 +148,17 @@ impl Control {
                 }
             } else if let Some(first) = login.poll_transmit() {
                 // All that is due in one write: a haul server gets the whole login at once.
-                let due: Vec<Command> = std::iter::once(first)
+                let mut due: Vec<Command> = std::iter::once(first)
                     .chain(std::iter::from_fn(|| login.poll_transmit()))
                     .collect();
+                // After the burst's last command (under TLS, AUTH TLS goes out alone first).
+                let ends_burst = login.is_burst() && due.iter().any(|c| c.verb() == "TYPE");
+                let with_login = ends_burst.then(|| ahead.take()).flatten();
+                due.extend(with_login.iter().cloned());
                 c.send_all(&due)?;
+                sent_ahead = with_login.map(|a| (a.verb().to_string(), a.to_string()));
             } else if login.is_done() {
-                c.features = login.features().clone();
-                c.feat_reply = login.feat_reply().cloned();
-                c.pending = Some(Pipeline::new());
+                c.logged_in(&login, sent_ahead);
                 // Under GSI, data channels are authenticated other than by the default
                 // (DCAU N or S) and stay TLS when asked (globus-url-copy -dcsafe, -dcpriv;
                 // Globus sends PBSZ first).
@@ -137,6 +178,18 @@ impl Control {
                     .map_err(|e| c.login_error(e, login.user()))?;
             }
         }
+    }
+
+    /// Takes what the finished `login` learnt; `ahead` (verb, line) went out with it.
+    fn logged_in(&mut self, login: &Login, ahead: Option<(String, String)>) {
+        self.features = login.features().clone();
+        self.feat_reply = login.feat_reply().cloned();
+        let mut p = Pipeline::new();
+        if let Some((verb, line)) = ahead {
+            p.push(verb);
+            self.ahead = Some(line);
+        }
+        self.pending = Some(p);
     }
 
     /// Performs the TLS handshake [`Action::StartTls`] asks for, on the plain TCP stream.
@@ -242,6 +295,10 @@ impl Control {
         &mut self,
         cmds: impl IntoIterator<Item = &'c Command>,
     ) -> Result<(), XferError> {
+        if self.ahead.take().is_some() {
+            // Nobody asked for the reply to what went with the login: read it past.
+            self.final_reply(&mut |_| {})?;
+        }
         let mut lines = String::new();
         let mut verbs = Vec::new();
         for cmd in cmds {
@@ -423,152 +480,4 @@ fn dial(addrs: &[SocketAddr], name: &str, timeout: Duration) -> Result<TcpStream
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::{BufRead, BufReader};
-    use std::net::TcpListener;
-
-    use super::*;
-    use crate::error::ErrorKind;
-
-    /// A one-connection server that answers each line it reads with the next scripted reply,
-    /// after sending `greeting`. Returns the URL to reach it and the lines it read.
-    fn serve(
-        greeting: &'static str,
-        replies: &'static [&'static str],
-    ) -> (RemoteUrl, std::thread::JoinHandle<Vec<String>>) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let h = std::thread::spawn(move || {
-            let (mut s, _) = l.accept().unwrap();
-            s.write_all(greeting.as_bytes()).unwrap();
-            let mut lines = Vec::new();
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            for reply in replies {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                lines.push(line.trim_end().to_string());
-                s.write_all(reply.as_bytes()).unwrap();
-            }
-            lines
-        });
-        let url = RemoteUrl {
-            tls: false,
-            gsi: false,
-            user: Some("u".into()),
-            pass: Some("p".into()),
-            host: "127.0.0.1".into(),
-            port,
-            path: "/".into(),
-        };
-        (url, h)
-    }
-
-    fn connect(url: &RemoteUrl) -> Result<Control, XferError> {
-        Control::connect(url, None, Duration::from_secs(5))
-    }
-
-    #[test]
-    fn logs_in_after_a_delayed_greeting() {
-        const FEAT: &str = "211-Features\r\n HAUL 1\r\n CKSM MD5\r\n211 End\r\n";
-        let (url, h) = serve(
-            "120 in a minute\r\n220 ready\r\n",
-            &["331 pass?\r\n", "230 in\r\n", FEAT, "200 I\r\n"],
-        );
-        let c = connect(&url).unwrap();
-        assert!(c.features.haul && c.features.has_cksm("md5"));
-        assert_eq!(h.join().unwrap(), ["USER u", "PASS p", "FEAT", "TYPE I"]);
-    }
-
-    #[test]
-    fn errors_keep_their_kinds() {
-        let (url, _) = serve("421 too many\r\n", &[]);
-        let e = connect(&url).err().unwrap();
-        assert!(matches!(e, XferError::Protocol { .. }), "{e}");
-        let (url, _) = serve("220 hi\r\n", &["331 p\r\n", "530 Login incorrect.\r\n"]);
-        let e = connect(&url).err().unwrap();
-        assert!(
-            matches!(&e, XferError::Auth { user, .. } if user == "u"),
-            "{e}"
-        );
-        assert_eq!(e.kind(), ErrorKind::AuthenticationFailed);
-        let (url, _) = serve("220 hi\r\n", &["230 in\r\n", "500 ?\r\n", "504 no\r\n"]);
-        let e = connect(&url).err().unwrap();
-        assert!(
-            matches!(&e, XferError::Refused { command, .. } if command == "TYPE I"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn a_batch_reads_every_reply_and_names_the_first_refusal() {
-        // After USER (230: no PASS), FEAT and TYPE I: MODE E wants exactly 200 (202 is
-        // refused), OPTS any 2yz (500 is refused too, but MODE E came first), SBUF any 2yz.
-        // Every reply is read, so the NOOP after the batch gets its own.
-        let (url, h) = serve(
-            "220 hi\r\n",
-            &[
-                "230 in\r\n",
-                "211 none\r\n",
-                "200 I\r\n",
-                "202 not needed\r\n",
-                "500 no\r\n",
-                "200 ok\r\n",
-                "200 noop\r\n",
-            ],
-        );
-        let mut c = connect(&url).unwrap();
-        let cmds = [
-            (
-                Command::Mode(haul_proto::command::TransferMode::Extended),
-                Some(200),
-            ),
-            (
-                Command::Opts {
-                    command: "RETR".into(),
-                    options: "Parallelism=2,2,2;".into(),
-                },
-                None,
-            ),
-            (Command::Sbuf(1 << 20), None),
-        ];
-        let e = c.batch(&cmds).err().unwrap();
-        assert!(
-            matches!(&e, XferError::Refused { command, .. } if command == "MODE E"),
-            "{e}"
-        );
-        assert_eq!(c.ok(&Command::Noop).unwrap().text().trim(), "noop");
-        let read = h.join().unwrap();
-        assert_eq!(
-            read[3..],
-            [
-                "MODE E",
-                "OPTS RETR Parallelism=2,2,2;",
-                "SBUF 1048576",
-                "NOOP"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_reply_read_with_no_command_outstanding_is_a_protocol_error() {
-        // After login the server answers NOOP twice; the second 200 answers nothing.
-        let (url, _) = serve(
-            "220 hi\r\n",
-            &[
-                "230 in\r\n",
-                "211 none\r\n",
-                "200 I\r\n",
-                "200 ok\r\n200 again\r\n",
-            ],
-        );
-        let mut c = connect(&url).unwrap();
-        assert_eq!(c.expect(&Command::Noop, 200).unwrap().code, 200);
-        let r = c.reply();
-        assert!(
-            matches!(&r, Err(XferError::Protocol { reply, .. }) if reply.contains("no command")),
-            "{r:?}"
-        );
-    }
-}
+mod tests;

@@ -172,6 +172,22 @@ impl Session {
         Ok(s)
     }
 
+    /// As [`Session::open`], for one `SITE <site>` question (`BTC`, `BTC ALL`): a haul server
+    /// gets it with the login, so its answer costs no round trip of its own.
+    pub fn open_asking(
+        url: &RemoteUrl,
+        tls: Option<&ClientTls>,
+        pasv: PasvAddress,
+        site: &str,
+    ) -> Result<Session, XferError> {
+        if haul_proto::nested::is_nested(&url.path) {
+            return Self::open(url, tls, pasv);
+        }
+        let ahead = Command::Site(site.into());
+        let ctl = Control::connect_asking(url, tls, Duration::from_secs(30), ahead)?;
+        Ok(Self::with_control(ctl, url, tls, pasv))
+    }
+
     /// For a path through relays, takes what the server at the end of the chain offers
     /// (`SITE RELAY FEAT`): its checksum algorithms decide verification, since `CKSM` passes
     /// through every relay to it. PLUT is not relayed.

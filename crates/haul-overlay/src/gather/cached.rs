@@ -42,7 +42,12 @@ pub(super) fn ask_registries(
     notes: &mut Vec<String>,
 ) -> Cached {
     let mut c = Cached::default();
-    let asked = ask_all(registries, tls, REGISTRY_WITHIN, Session::btc_all);
+    let asked = ask_all(
+        registries,
+        tls,
+        REGISTRY_WITHIN,
+        ("BTC ALL", Session::btc_all),
+    );
     for (url, a) in registries.iter().zip(asked) {
         let name = url.host_port();
         let why = match a.answer {

@@ -223,6 +223,12 @@ impl Login {
         }
     }
 
+    /// Whether the server is a haul server, which takes the whole login in one write (and
+    /// reads whatever follows it in that write once the login is done).
+    pub fn is_burst(&self) -> bool {
+        self.burst
+    }
+
     /// True once `TYPE I` was accepted: the session is ready.
     pub fn is_done(&self) -> bool {
         self.step == Step::Done

@@ -296,11 +296,18 @@ impl Session {
         offered: bool,
         what: &str,
     ) -> Result<Option<haul_proto::Reply>, XferError> {
+        let cmd = Command::Site(what.into());
+        let r = if self.ctl.take_ahead(&cmd) {
+            // Sent with the login (`Session::open_asking`): only its reply is left to read.
+            self.ctl.final_reply(&mut |_| {})?
+        } else if offered {
+            self.command(&cmd)?
+        } else {
+            return Ok(None);
+        };
         if !offered {
             return Ok(None);
         }
-        let cmd = Command::Site(what.into());
-        let r = self.command(&cmd)?;
         if r.code != 211 {
             return Err(XferError::from_reply(&self.ctl.name, &cmd, &r));
         }
