@@ -26,6 +26,8 @@ pub(crate) struct Asked<T> {
     /// The answer (None: the server does not offer it); Err: why it could not be asked,
     /// redacted.
     pub answer: Result<Option<T>, String>,
+    /// The logged-in session, when the asker keeps it (to carry a transfer next).
+    pub session: Option<Session>,
 }
 
 impl<T> Asked<T> {
@@ -34,16 +36,19 @@ impl<T> Asked<T> {
             peer: None,
             local: None,
             answer: Err(why.to_string()),
+            session: None,
         }
     }
 }
 
 /// Logs into `url` (TLS or GSI from `tls` where its scheme asks for it) and sends `request`,
-/// which asks `SITE <site>`: a haul server gets that with the login.
+/// which asks `SITE <site>`: a haul server gets that with the login. With `keep`, a session
+/// that answered is kept in the answer instead of quit.
 pub(crate) fn ask<T>(
     url: &RemoteUrl,
     tls: Option<&ClientTls>,
     (site, request): Request<T>,
+    keep: bool,
 ) -> Asked<T> {
     let tls = if url.tls || url.gsi { tls } else { None };
     let mut s = match Session::open_asking(url, tls, PasvAddress::ControlPeer, site) {
@@ -52,21 +57,28 @@ pub(crate) fn ask<T>(
     };
     let (peer, local) = (Some(s.ctl.peer), Some(s.ctl.local.ip()));
     let answer = request(&mut s).map_err(|e| crate::redact(&e.to_string()));
-    s.quit();
+    let session = if keep && answer.is_ok() && s.reusable() {
+        Some(s)
+    } else {
+        s.quit();
+        None
+    };
     Asked {
         peer,
         local,
         answer,
+        session,
     }
 }
 
 /// Asks every one of `urls` at once, each on a thread of its own, and waits at most `within`
 /// in all: a server that has not answered by then counts as failed, and its thread ends on its
-/// own at the connection's timeouts. One answer per URL, in order.
+/// own at the connection's timeouts. One answer per URL, in order; with `keep`, each with its
+/// session ([`ask`]).
 pub(crate) fn ask_all<T: Send + 'static>(
     urls: &[RemoteUrl],
     tls: Option<&ClientTls>,
-    within: Duration,
+    (within, keep): (Duration, bool),
     request: Request<T>,
 ) -> Vec<Asked<T>> {
     let (tx, rx) = mpsc::channel();
@@ -75,7 +87,7 @@ pub(crate) fn ask_all<T: Send + 'static>(
         let spawned = std::thread::Builder::new()
             .name("haul-ask".into())
             .spawn(move || {
-                let _ = answer.send((i, ask(&url, tls.as_ref(), request)));
+                let _ = answer.send((i, ask(&url, tls.as_ref(), request, keep)));
             });
         if let Err(e) = spawned {
             let _ = tx.send((i, Asked::failed(&format!("no thread to ask it: {e}"))));

@@ -59,13 +59,15 @@ pub struct Server {
 
 /// Asks `registries` and then every one of `servers` they do not cover for their predictions,
 /// maps them onto the ids of `servers` and [`LOCAL`], adds `local_legs` (the client's own
-/// history), and keeps one leg per ordered pair.
+/// history), and keeps one leg per ordered pair. With `keep`, the logged-in sessions of the
+/// servers that answered come back too, for the copy that follows to take over (a copy's
+/// first hop then costs no login of its own); without, they are quit.
 pub fn gather(
     servers: &[Server],
     registries: &[RemoteUrl],
     local_legs: &[Leg],
-    tls: Option<&ClientTls>,
-) -> Gathered {
+    (tls, keep): (Option<&ClientTls>, bool),
+) -> (Gathered, Vec<Session>) {
     let mut g = Gathered::default();
     let reg = cached::ask_registries(registries, tls, &mut g.notes);
     let covered: Vec<_> = servers.iter().map(|s| reg.find(&s.id, &s.url)).collect();
@@ -73,13 +75,15 @@ pub fn gather(
         .filter(|&i| servers[i].end || covered[i].is_none())
         .collect();
     let urls: Vec<RemoteUrl> = direct.iter().map(|&i| servers[i].url.clone()).collect();
-    let asked = ask_all(&urls, tls, DIRECT_WITHIN, ("BTC", Session::btc));
+    let asked = ask_all(&urls, tls, (DIRECT_WITHIN, keep), ("BTC", Session::btc));
+    let mut sessions = Vec::new();
     let mut answers: Vec<(HostId, Vec<PeerPrediction>)> = Vec::new();
     let mut by_addr: HashMap<IpAddr, HostId> = HashMap::new();
     let mut local_addrs = reg.local.clone();
     let mut answered = vec![false; servers.len()];
     for (&i, a) in direct.iter().zip(asked) {
         let id = &servers[i].id;
+        sessions.extend(a.session);
         if let (Some(peer), Some(local)) = (a.peer, a.local) {
             by_addr.insert(peer.ip(), id.clone());
             local_addrs.push(local);
@@ -121,7 +125,7 @@ pub fn gather(
         by_addr.entry(a).or_insert_with(|| LOCAL.to_string());
     }
     g.legs = legs(answers, &by_addr, local_legs);
-    g
+    (g, sessions)
 }
 
 /// One leg per ordered pair of hosts (the one with the most samples) from the servers'

@@ -154,7 +154,7 @@ impl Registry {
 /// Asks `url` once and records its answer, or its failure, in `cache`.
 fn poll(cache: &Mutex<Cache>, url: &RemoteUrl, tls: Option<&ClientTls>) {
     let name = url.host_port();
-    let a = ask(url, tls, ("BTC", Session::btc));
+    let a = ask(url, tls, ("BTC", Session::btc), false);
     let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
     match a.answer {
         Ok(Some(shared)) => {

@@ -187,9 +187,16 @@ pub fn plan(
     }
 }
 
-/// Opens a planning session to `url` with the options' TLS, PASV and data-timeout settings.
+/// Opens a planning session to `url` with the options' TLS, PASV and data-timeout settings,
+/// or takes one parked for it (the route chooser's, `haul cp --route auto`).
 fn open(url: &RemoteUrl, opts: &PlanOptions) -> Result<Session, XferError> {
-    let mut s = Session::open(url, opts.tls.as_ref(), opts.pasv)?;
+    let mut s = match opts.spare.take(url) {
+        Some(mut s) => {
+            s.set_pasv_address(opts.pasv);
+            s
+        }
+        None => Session::open(url, opts.tls.as_ref(), opts.pasv)?,
+    };
     if let Some(t) = opts.data_timeout {
         s.set_data_timeout(t);
     }

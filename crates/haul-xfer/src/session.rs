@@ -27,7 +27,7 @@ mod put;
 mod relay;
 mod spare;
 
-pub use spare::Spare;
+pub use spare::{could_carry, Spare};
 
 pub use data::PasvAddress;
 pub use relay::Fetch;
@@ -186,6 +186,19 @@ impl Session {
         let ahead = Command::Site(site.into());
         let ctl = Control::connect_asking(url, tls, Duration::from_secs(30), ahead)?;
         Ok(Self::with_control(ctl, url, tls, pasv))
+    }
+
+    /// Carries `url`'s transfers from now on: a session logged in to a relay with no chain of
+    /// its own takes the features of the end of `url`'s chain (`SITE RELAY FEAT`), as a
+    /// session opened for `url` would have.
+    pub(crate) fn retarget(&mut self, url: &RemoteUrl) -> Result<(), XferError> {
+        self.url = url.clone();
+        self.adopt_end_features()
+    }
+
+    /// Where data connections after `PASV` go from now on.
+    pub fn set_pasv_address(&mut self, pasv: PasvAddress) {
+        self.pasv_address = pasv;
     }
 
     /// For a path through relays, takes what the server at the end of the chain offers

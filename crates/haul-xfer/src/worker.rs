@@ -54,7 +54,10 @@ fn innermost(mut path: &str) -> &str {
 /// Opens a session to `url` with the transfer's TLS, PASV and data-timeout settings.
 fn open(ctx: &Ctx<'_>, url: &RemoteUrl) -> Result<Session, XferError> {
     let mut s = match ctx.opts().spare.take(url) {
-        Some(s) => s,
+        Some(mut s) => {
+            s.set_pasv_address(ctx.opts().pasv);
+            s
+        }
         None => Session::open(url, ctx.opts().tls.as_ref(), ctx.opts().pasv)?,
     };
     s.set_data_timeout(ctx.opts().data_timeout);

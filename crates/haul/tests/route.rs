@@ -107,6 +107,38 @@ fn the_widest_chain_wins_over_a_slow_direct_path_and_cp_takes_it() {
     assert!(std::fs::read(&dst2).unwrap() == data);
 }
 
+/// `haul cp --route auto` copies over the logins its route choice made: the first hop greets
+/// the client once, whichever route is chosen, and servers the copy does not reach itself
+/// only for the choice.
+#[test]
+fn cp_route_auto_logs_in_to_its_first_hop_once() {
+    let local = dirs();
+    let data = random_bytes(1 << 20, 31);
+    let chain = Chain::start(&data);
+    let (oaddr, raddr) = (chain.origin.addr.clone(), chain.relay.addr.clone());
+    let hist = local.path().join("client.sqlite");
+    let src = format!("ftp://{oaddr}/f.bin");
+    let greetings = |extra: &[&str], name: &str| {
+        let dst = local.path().join(name);
+        let ends = [src.as_str(), dst.to_str().unwrap()];
+        let args = [&["--route", "auto", "--relays", &raddr], extra, &ends[..]].concat();
+        let out = cp_env(&args, &hist, &[("HAUL_LOG", "haul_xfer::control=debug")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(std::fs::read(&dst).unwrap() == data);
+        let count = |addr: &str| {
+            let greets = |l: &&str| l.contains("< 220 ") && l.contains(addr);
+            stderr.lines().filter(greets).count()
+        };
+        (count(&oaddr), count(&raddr))
+    };
+    // Through the relay: the relay fetches from the origin, which greets this client only
+    // for the choice; the relay's login from the choice carries the copy.
+    assert_eq!(greetings(&[], "a.bin"), (1, 1));
+    // Direct (a threshold no chain passes): the origin's login from the choice carries it.
+    assert_eq!(greetings(&["--threshold", "20"], "b.bin"), (1, 1));
+}
+
 /// A two-relay route nests its relays from the client outwards: for origin -> r1 -> r2 ->
 /// client the client asks r2, r2 asks r1, and r1 fetches from the origin. Each relay may reach
 /// only its own next hop, so the copy is refused if the order is turned round.

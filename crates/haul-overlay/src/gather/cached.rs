@@ -45,7 +45,7 @@ pub(super) fn ask_registries(
     let asked = ask_all(
         registries,
         tls,
-        REGISTRY_WITHIN,
+        (REGISTRY_WITHIN, false),
         ("BTC ALL", Session::btc_all),
     );
     for (url, a) in registries.iter().zip(asked) {

@@ -32,13 +32,25 @@ impl std::fmt::Debug for Spare {
 /// same relays: a session for a nested path carries the features of its chain's end.
 fn same_login(a: &RemoteUrl, b: &RemoteUrl) -> bool {
     use haul_proto::nested::chain;
+    same_server(a, b) && chain(&a.path) == chain(&b.path)
+}
+
+fn same_server(a: &RemoteUrl, b: &RemoteUrl) -> bool {
     a.tls == b.tls
         && a.gsi == b.gsi
         && a.host == b.host
         && a.port == b.port
         && a.user == b.user
         && a.pass == b.pass
-        && chain(&a.path) == chain(&b.path)
+}
+
+/// Whether a session logged in as `a` can carry a transfer for `b`: the same login, or the
+/// same server logged in with no relay chain of its own and `b` going through relays from it
+/// (a relay takes the chain with each command; the session then takes the chain end's
+/// features, [`Session::retarget`]).
+pub fn could_carry(a: &RemoteUrl, b: &RemoteUrl) -> bool {
+    use haul_proto::nested::is_nested;
+    same_login(a, b) || (same_server(a, b) && !is_nested(&a.path) && is_nested(&b.path))
 }
 
 impl Spare {
@@ -53,15 +65,33 @@ impl Spare {
         }
     }
 
-    /// A parked session logged in as `url` asks, if one was parked within [`MAX_IDLE`].
+    /// A parked session logged in as `url` asks, if one was parked within [`MAX_IDLE`]; or
+    /// one logged in to its first relay with no chain ([`could_carry`]), taken over for
+    /// `url`'s chain.
     pub fn take(&self, url: &RemoteUrl) -> Option<Session> {
-        let mut p = self.parked.lock().ok()?;
-        let now = Instant::now();
-        for (_, s) in p.extract_if(.., |(at, _)| now.duration_since(*at) > MAX_IDLE) {
-            s.quit();
+        let mut s = {
+            let mut p = self.parked.lock().ok()?;
+            let now = Instant::now();
+            for (_, s) in p.extract_if(.., |(at, _)| now.duration_since(*at) > MAX_IDLE) {
+                s.quit();
+            }
+            let i = p
+                .iter()
+                .position(|(_, s)| same_login(s.url(), url))
+                .or_else(|| p.iter().position(|(_, s)| could_carry(s.url(), url)))?;
+            p.swap_remove(i).1
+        };
+        if same_login(s.url(), url) {
+            return Some(s);
         }
-        let i = p.iter().position(|(_, s)| same_login(s.url(), url))?;
-        Some(p.swap_remove(i).1)
+        match s.retarget(url) {
+            Ok(()) => Some(s),
+            Err(e) => {
+                tracing::debug!("a parked session could not take {}: {e}", url.host_port());
+                s.quit();
+                None
+            }
+        }
     }
 }
 

@@ -56,7 +56,7 @@ pub fn copy(mut args: Args) -> anyhow::Result<Copied> {
 /// the threshold, direct when it went through relays.
 fn routed(mut args: Args) -> anyhow::Result<Copied> {
     let (src, dst) = (args.src.clone(), args.dst.clone());
-    let (s, d, chosen) = crate::cmd::route::for_cp(
+    let (s, d, chosen, sessions) = crate::cmd::route::for_cp(
         &src,
         &dst,
         &args.route,
@@ -70,7 +70,7 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
         let mut behind = falling_behind(r.predicted_bps, *alt_bps, args.reroute_window);
         args.watchdog = Some(Watchdog(Box::new(move |x| behind(x))));
     }
-    let first = copy_with(args, (s, d, chosen))?;
+    let first = copy_with(args, (s, d, chosen), sessions)?;
     let (Some(stop), Some((relays, _, legs_bps))) = (&first.stopped, other) else {
         return Ok(first);
     };
@@ -91,7 +91,7 @@ fn routed(mut args: Args) -> anyhow::Result<Copied> {
     args.chosen = (!relays.is_empty()).then(|| (relays.clone(), legs_bps));
     (args.watchdog, args.resume) = (None, true);
     args.only = Some(stop.missing.iter().cloned().collect());
-    let mut then = copy_with(args, (s, d, None))?;
+    let mut then = copy_with(args, (s, d, None), Vec::new())?;
     let (a, b) = (&first.summary, &mut then.summary);
     b.files += a.files;
     b.verified += a.verified;
@@ -125,6 +125,7 @@ fn other_route(r: &haul_overlay::route::Route) -> Option<(Vec<String>, f64, f64)
 fn copy_with(
     mut args: Args,
     (src, dst, chosen): (String, String, Option<haul_overlay::route::Route>),
+    sessions: Vec<haul_xfer::session::Session>,
 ) -> anyhow::Result<Copied> {
     if let Some(r) = &chosen {
         tracing::info!(hops = ?r.hops, predicted_bps = r.predicted_bps, "route chosen");
@@ -140,6 +141,10 @@ fn copy_with(
     let dst = Endpoint::parse(&args.dst)?;
     let tls = plan::client_tls(&args, &src, &dst)?;
     let mut opts = plan::options(&args, tls)?;
+    // The route chooser's logins to the first hops carry the copy (`--route auto`).
+    for s in sessions {
+        opts.spare.park(s);
+    }
     opts.clustering = plan::clustering(&args, &src, &dst, &opts);
     opts.plut_start = plan::plut_start(&args, &src, &dst, &opts);
     if let Some(s) = opts.plut_start {

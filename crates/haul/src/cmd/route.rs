@@ -15,6 +15,7 @@ use haul_overlay::route::{
 };
 use haul_store::{Filter, Outcome, Store};
 use haul_tune::predict::{Measurement, Selector};
+use haul_xfer::session::{could_carry, Session};
 use haul_xfer::tls::ClientTls;
 use haul_xfer::{Endpoint, RemoteUrl};
 
@@ -73,6 +74,8 @@ pub struct Planned {
     pub gathered: Gathered,
     /// Each candidate relay's learned overhead factor.
     pub discounts: BTreeMap<HostId, f64>,
+    /// The logged-in sessions of the gather, when kept ([`plan`]'s `keep`).
+    pub sessions: Vec<Session>,
 }
 
 /// Relays as given: `host:port` or URLs. A bare `host:port` takes the scheme a copy between
@@ -183,8 +186,8 @@ pub fn plan(
     src: &str,
     dst: &str,
     a: &RouteArgs,
-    history: &Option<PathBuf>,
-    ca: &Option<PathBuf>,
+    (history, ca): (&Option<PathBuf>, &Option<PathBuf>),
+    keep: bool,
 ) -> anyhow::Result<Planned> {
     let (s, d) = (Endpoint::parse(src)?, Endpoint::parse(dst)?);
     let mut tls = match ca {
@@ -221,7 +224,12 @@ pub fn plan(
         tls = Some(tls.unwrap_or_default().with_gsi(gsi));
     }
     let rows = copies(history);
-    let gathered = gather(&servers, &registries, &local_legs(&rows), tls.as_ref());
+    let (gathered, sessions) = gather(
+        &servers,
+        &registries,
+        &local_legs(&rows),
+        (tls.as_ref(), keep),
+    );
     let graph = Graph::new(gathered.legs.clone())?;
     let candidates = discounts(&rows, &relays);
     let params = RouteParams {
@@ -252,6 +260,7 @@ pub fn plan(
             .iter()
             .map(|c| (c.host.clone(), c.discount))
             .collect(),
+        sessions,
     })
 }
 
@@ -293,8 +302,8 @@ pub fn through(src: &str, dst: &str, relays: &[&RemoteUrl]) -> anyhow::Result<(S
     }
 }
 
-/// `haul cp --route`: the source and destination to copy between, and the route chosen when
-/// it was `auto`.
+/// `haul cp --route`: the source and destination to copy between, the route chosen when it
+/// was `auto`, and then the gather's sessions the copy can log in with ([`first_hops`]).
 pub fn for_cp(
     src: &str,
     dst: &str,
@@ -302,20 +311,43 @@ pub fn for_cp(
     a: &RouteArgs,
     history: &Option<PathBuf>,
     ca: &Option<PathBuf>,
-) -> anyhow::Result<(String, String, Option<Route>)> {
+) -> anyhow::Result<(String, String, Option<Route>, Vec<Session>)> {
     match route {
-        "direct" => Ok((src.to_string(), dst.to_string(), None)),
+        "direct" => Ok((src.to_string(), dst.to_string(), None, Vec::new())),
         "auto" => {
-            let p = plan(src, dst, a, history, ca)?;
-            Ok((p.src, p.dst, Some(p.route)))
+            let p = plan(src, dst, a, (history, ca), true)?;
+            let sessions = first_hops(p.sessions, &p.src, &p.dst);
+            Ok((p.src, p.dst, Some(p.route), sessions))
         }
         list => {
             let relays = relay_urls(list.split(','), src, dst)?;
             let refs: Vec<&RemoteUrl> = relays.iter().collect();
             let (s, d) = through(src, dst, &refs)?;
-            Ok((s, d, None))
+            Ok((s, d, None, Vec::new()))
         }
     }
+}
+
+/// Of the gather's `sessions`, the ones the copy from `src` to `dst` can log in with (its
+/// first hop at each remote end, [`could_carry`]); the others are quit. GSI sessions are
+/// quit too: the copy's own login sets the data channels' protection.
+fn first_hops(sessions: Vec<Session>, src: &str, dst: &str) -> Vec<Session> {
+    let ends: Vec<RemoteUrl> = [src, dst]
+        .into_iter()
+        .filter_map(|e| match Endpoint::parse(e) {
+            Ok(Endpoint::Remote(u)) => Some(u),
+            _ => None,
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for s in sessions {
+        if !s.url().gsi && ends.iter().any(|e| could_carry(s.url(), e)) {
+            kept.push(s);
+        } else {
+            s.quit();
+        }
+    }
+    kept
 }
 
 /// Why, in words.
@@ -342,7 +374,13 @@ fn mbit(bps: f64) -> String {
 
 /// Runs `haul route`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let p = plan(&args.src, &args.dst, &args.choice, &args.history, &args.ca)?;
+    let p = plan(
+        &args.src,
+        &args.dst,
+        &args.choice,
+        (&args.history, &args.ca),
+        false,
+    )?;
     let mut out = std::io::stdout().lock();
     if args.json {
         let legs: Vec<_> = p

@@ -142,7 +142,7 @@ pub fn discover(
     if choice.relays.is_empty() {
         return Ok(zone);
     }
-    let p = crate::cmd::route::plan(&req.src, &req.dst, &choice, &a.history, &a.ca)?;
+    let p = crate::cmd::route::plan(&req.src, &req.dst, &choice, (&a.history, &a.ca), false)?;
     notes.extend(p.gathered.notes.iter().cloned());
     zone.options[0].estimate = p.route.direct_bps.map(|b| Estimate {
         bps: b,
