@@ -4,6 +4,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
+mod direct;
+pub use direct::{aligned, DirectFile, DIRECT_ALIGN};
+
 /// Where a sender reads file bytes from.
 pub trait Source: Sync {
     /// Fills `buf` from `offset`; returns the bytes read (0 at end of data).
@@ -26,6 +29,12 @@ pub trait Source: Sync {
 pub trait Sink: Sync {
     /// Writes all of `buf` at `offset`.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+
+    /// True when a write waits for the device ([`DirectFile`]): a receiver then writes behind
+    /// its reads, on another thread, so the connection keeps being read meanwhile.
+    fn writes_wait(&self) -> bool {
+        false
+    }
 }
 
 impl Source for File {
@@ -162,21 +171,33 @@ impl<T: Sink> Sink for RateLimited<T> {
 /// costs nothing and saves the spinning. Parallel file systems (NFS, Lustre, GPFS, CephFS)
 /// take parallel writes to disjoint ranges, so they are left alone.
 pub fn on_local_fs(file: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: all-zero is a valid statfs to be overwritten.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid open descriptor and a statfs to fill.
-    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
-        return false;
-    }
     const LOCAL: [i64; 5] = [
         0xEF53,      // ext2/3/4
         0x5846_5342, // XFS
         0x9123_683E, // Btrfs
         0xF2F5_2010, // F2FS
-        0x0102_1994, // tmpfs
+        TMPFS,
     ];
-    LOCAL.contains(&(st.f_type as i64))
+    fs_type(file).is_some_and(|t| LOCAL.contains(&t))
+}
+
+const TMPFS: i64 = 0x0102_1994;
+
+/// True when `file` lies in memory (tmpfs), where there is no disk to write around the cache.
+pub fn on_tmpfs(file: &File) -> bool {
+    fs_type(file) == Some(TMPFS)
+}
+
+/// The magic number of the file system `file` lies on.
+fn fs_type(file: &File) -> Option<i64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero is a valid statfs to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid open descriptor and a statfs to fill.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_type as i64)
 }
 
 /// A sink written by one thread at a time. Parallel `pwrite`s to one file serialise on the
@@ -208,11 +229,19 @@ impl<T: Sink + ?Sized> Sink for &T {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         (**self).write_at(buf, offset)
     }
+
+    fn writes_wait(&self) -> bool {
+        (**self).writes_wait()
+    }
 }
 
 impl<T: Sink + ?Sized> Sink for Box<T> {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         (**self).write_at(buf, offset)
+    }
+
+    fn writes_wait(&self) -> bool {
+        (**self).writes_wait()
     }
 }
 

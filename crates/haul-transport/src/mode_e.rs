@@ -4,7 +4,7 @@
 //! seen as many EODs as the EOF block announced. Connections survive a transfer unless the
 //! sender set CLOSE, so a session can reuse them for the next file.
 
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -14,6 +14,9 @@ use haul_proto::RangeSet;
 
 use crate::io::{read_exact_at, Sink, Source};
 use crate::Conn;
+
+mod blocks;
+use blocks::recv_one;
 
 /// Live counters of one transfer, read by the engine for throughput samples and restart markers.
 #[derive(Debug, Default)]
@@ -112,13 +115,17 @@ thread_local! {
 }
 
 /// Runs `f` with a buffer of exactly `len` bytes (contents unspecified), reusing this thread's.
+/// The buffer starts at a page boundary (it is over-allocated by one page), so a receiver's
+/// blocks can go to an `O_DIRECT` file as they are ([`crate::io::DirectFile`]).
 fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let align = crate::io::DIRECT_ALIGN;
     let mut buf = BUFFER.with(|b| b.take());
-    if buf.len() < len {
-        buf.resize(len, 0);
+    if buf.len() < len + align {
+        buf.resize(len + align, 0);
     }
-    let r = f(&mut buf[..len]);
-    if buf.len() <= KEEP_BUFFER + HEADER_LEN {
+    let pad = buf.as_ptr().align_offset(align).min(align);
+    let r = f(&mut buf[pad..pad + len]);
+    if buf.len() <= KEEP_BUFFER + HEADER_LEN + align {
         BUFFER.with(|b| {
             let mut cur = b.borrow_mut();
             if cur.len() < buf.len() {
@@ -438,145 +445,6 @@ fn settle(r: io::Result<Option<Conn>>, st: &mut RecvState, kept: &Mutex<Vec<Conn
         Ok(None) => {}
         Err(e) => {
             st.error.get_or_insert(e);
-        }
-    }
-}
-
-fn read_header(conn: &mut dyn crate::DataStream) -> io::Result<Option<[u8; HEADER_LEN]>> {
-    let mut h = [0u8; HEADER_LEN];
-    let mut have = 0;
-    while have < HEADER_LEN {
-        match conn.read(&mut h[have..]) {
-            Ok(0) if have == 0 => return Ok(None),
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "data connection closed inside a MODE E header",
-                ))
-            }
-            Ok(n) => have += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Some(h))
-}
-
-/// Reads one connection until its EOD; returns it for reuse unless the sender closed it.
-fn recv_one(
-    conn: Conn,
-    sink: &dyn Sink,
-    progress: &Progress,
-    max_len: Option<u64>,
-    block: usize,
-    state: &Mutex<RecvState>,
-    cv: Option<&Condvar>,
-) -> io::Result<Option<Conn>> {
-    // The buffer is taken only once the first header has arrived: a connection that never
-    // sends costs its reader thread, not a block of memory.
-    let mut conn = conn;
-    let Some(first) = read_header(conn.as_mut())? else {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "data connection closed before its EOD",
-        ));
-    };
-    // No larger than the file: a pipelined small file should not cost a megabyte of zeroing.
-    let cap = max_len.map_or(block as u64, |l| l.min(block as u64)) as usize;
-    with_buffer(cap.clamp(4096, 4 << 20), |buf| {
-        recv_blocks(conn, Some(first), sink, progress, max_len, buf, state, cv)
-    })
-}
-
-/// The loop of [`recv_one`], reading blocks through `buf`.
-#[allow(clippy::too_many_arguments)]
-fn recv_blocks(
-    mut conn: Conn,
-    mut first: Option<[u8; HEADER_LEN]>,
-    sink: &dyn Sink,
-    progress: &Progress,
-    max_len: Option<u64>,
-    buf: &mut [u8],
-    state: &Mutex<RecvState>,
-    cv: Option<&Condvar>,
-) -> io::Result<Option<Conn>> {
-    loop {
-        if state.lock().map(|s| s.error.is_some()).unwrap_or(true) {
-            return Ok(None);
-        }
-        progress.check()?;
-        let Some(raw) = first
-            .take()
-            .map_or_else(|| read_header(conn.as_mut()), |h| Ok(Some(h)))?
-        else {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "data connection closed before its EOD",
-            ));
-        };
-        let h = Header::decode(&raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if let Some(n) = h.eod_count() {
-            let mut st = state
-                .lock()
-                .map_err(|_| io::Error::other("state poisoned"))?;
-            match st.expected {
-                Some(prev) if prev != n => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("conflicting EOD counts {prev} and {n}"),
-                    ))
-                }
-                _ => st.expected = Some(n),
-            }
-            if let Some(cv) = cv {
-                cv.notify_all();
-            }
-        } else if h.count > 0 {
-            if let Some(len) = max_len {
-                if h.offset + h.count > len {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!(
-                            "MODE E block {}+{} lies beyond the expected length {len}",
-                            h.offset, h.count
-                        ),
-                    ));
-                }
-            }
-            let mut left = h.count;
-            let mut at = h.offset;
-            while left > 0 {
-                let n = left.min(buf.len() as u64) as usize;
-                conn.read_exact(&mut buf[..n]).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("MODE E block at offset {at} truncated: {e}"),
-                    )
-                })?;
-                sink.write_at(&buf[..n], at)?;
-                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                at += n as u64;
-                left -= n as u64;
-            }
-            if let Ok(mut r) = progress.ranges.lock() {
-                r.insert(h.offset, h.offset + h.count);
-                if r.ranges().len() > MAX_RANGES {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("MODE E blocks left more than {MAX_RANGES} separate ranges: refusing a transfer this fragmented"),
-                    ));
-                }
-            }
-        }
-        if h.descriptor.has(Descriptor::EOD) {
-            let mut st = state
-                .lock()
-                .map_err(|_| io::Error::other("state poisoned"))?;
-            st.eods += 1;
-            if let Some(cv) = cv {
-                cv.notify_all();
-            }
-            return Ok((!h.descriptor.has(Descriptor::CLOSE)).then_some(conn));
         }
     }
 }

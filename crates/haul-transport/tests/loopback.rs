@@ -1,9 +1,11 @@
-//! MODE E and stream mode over real loopback TCP connections.
+//! MODE E and stream mode over real loopback TCP connections, and large downloads written
+//! around the page cache (`DirectFile`, with the writes behind the socket reads).
 
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use haul_transport::io::Sink;
+use haul_transport::io::{aligned, on_tmpfs, DirectFile, Sink, DIRECT_ALIGN};
 use haul_transport::mode_e::{self, Acceptor, Progress};
 use haul_transport::{socket, stream, Conn};
 use rand::{Rng, SeedableRng};
@@ -185,4 +187,188 @@ fn mode_e_zero_copy_file_round_trip() {
     let mut h = Hasher::new(Algorithm::Xxhc);
     h.update(&want);
     assert_eq!(digest, h.finish_hex());
+}
+
+/// Sends `src` over four streams in blocks of `block` bytes to a receive into `sink`; the
+/// receive's result and what it recorded.
+fn send_and_receive(
+    src: Vec<u8>,
+    block: usize,
+    sink: &dyn Sink,
+) -> (std::io::Result<()>, Progress) {
+    let l = socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let addr = l.local_addr().unwrap();
+    let acceptor = ListenAcceptor(l);
+    let len = src.len() as u64;
+    let sender = std::thread::spawn(move || {
+        let mut conns: Vec<Conn> = (0..4)
+            .map(|_| Box::new(socket::connect(addr, None, Duration::from_secs(5)).unwrap()) as Conn)
+            .collect();
+        let p = Progress::default();
+        // The receiver may stop early (a failed write); the sender then fails too.
+        let _ = mode_e::send(&mut conns, &src, &[(0, len)], block, &p, true);
+    });
+    let p = Progress::default();
+    let r = mode_e::receive(Vec::new(), Some(&acceptor), sink, &p, Some(len), 1 << 20);
+    sender.join().unwrap();
+    (r.map(|_| ()), p)
+}
+
+#[test]
+fn the_alignment_rule() {
+    let mut v = vec![0u8; 3 * DIRECT_ALIGN];
+    let pad = v.as_ptr().align_offset(DIRECT_ALIGN);
+    let a = &mut v[pad..pad + DIRECT_ALIGN];
+    assert!(aligned(a, 0));
+    assert!(aligned(a, 8192));
+    assert!(!aligned(a, 100), "offset");
+    assert!(!aligned(&a[..100], 0), "length");
+    assert!(!aligned(&v[pad + 1..pad + 1 + DIRECT_ALIGN], 0), "address");
+}
+
+/// 9 MiB and a short tail, in the 256 KiB blocks haul's server sends, over four streams into
+/// an `O_DIRECT` file: identical, every whole block written around the cache, the tail through
+/// it, and every byte recorded as received.
+#[test]
+fn a_direct_file_receives_four_streams_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("out.bin");
+    let file = std::fs::File::create(&path).unwrap();
+    if on_tmpfs(&file) {
+        eprintln!(
+            "SKIP: {} is on tmpfs, where O_DIRECT has no disk to go to",
+            d.path().display()
+        );
+        return;
+    }
+    let Ok(direct) = DirectFile::open(file, &path) else {
+        eprintln!("SKIP: {} refuses O_DIRECT", d.path().display());
+        return;
+    };
+    let tail = 12_345;
+    let want = data((9 << 20) + tail, 5);
+    direct.reserve(want.len() as u64);
+    assert!(direct.writes_wait(), "a receiver writes behind its reads");
+    let (r, p) = send_and_receive(want.clone(), 256 * 1024, &direct);
+    r.unwrap();
+    assert!(p.ranges().covers(want.len() as u64));
+    assert_eq!(p.bytes(), want.len() as u64);
+    let around = direct.bytes_direct();
+    drop(direct);
+    assert!(std::fs::read(&path).unwrap() == want, "identical copy");
+    let aligned_part = (want.len() / DIRECT_ALIGN * DIRECT_ALIGN) as u64;
+    assert!(
+        around >= aligned_part - (1 << 20),
+        "{around} of {} bytes went around the cache",
+        want.len()
+    );
+}
+
+/// A sink whose writes wait (as `DirectFile`'s do), failing the write that covers one offset.
+struct FailsAt {
+    at: u64,
+    written: AtomicU64,
+}
+
+impl Sink for FailsAt {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        std::thread::sleep(Duration::from_millis(1));
+        if (offset..offset + buf.len() as u64).contains(&self.at) {
+            return Err(std::io::Error::other("disk full (injected)"));
+        }
+        self.written.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn writes_wait(&self) -> bool {
+        true
+    }
+}
+
+/// A write that fails behind the reader ends the receive with that error, and the run it held
+/// is not recorded as received.
+#[test]
+fn a_failed_write_behind_the_reader_fails_the_receive() {
+    let len = 16 << 20;
+    let at = (5 << 20) + 7;
+    let sink = FailsAt {
+        at,
+        written: AtomicU64::new(0),
+    };
+    let (r, p) = send_and_receive(data(len, 6), 256 * 1024, &sink);
+    let e = r.expect_err("the write failed");
+    assert!(e.to_string().contains("disk full"), "{e}");
+    let held = p.ranges();
+    assert!(
+        !held.ranges().iter().any(|&(a, b)| (a..b).contains(&at)),
+        "the failed run is not recorded: {:?}",
+        held.ranges()
+    );
+    assert_eq!(
+        p.bytes(),
+        sink.written.load(Ordering::Relaxed),
+        "only written runs count"
+    );
+}
+
+/// Keeps what it is given in memory; its writes may claim to wait (as `DirectFile`'s do).
+struct Held {
+    mem: Mem,
+    waits: bool,
+}
+
+impl Sink for Held {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.mem.write_at(buf, offset)
+    }
+
+    fn writes_wait(&self) -> bool {
+        self.waits
+    }
+}
+
+/// A connection that breaks inside its second block: the receive fails, and the whole first
+/// block (gathered with the second, which continues it) is still written and recorded, on the
+/// reading thread or behind it.
+#[test]
+fn a_broken_block_keeps_the_blocks_before_it() {
+    use haul_proto::mode_e::Header;
+    use std::io::Write;
+    for waits in [false, true] {
+        let l = socket::listen("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let addr = l.local_addr().unwrap();
+        let want = data(50_000, 13);
+        let body = want.clone();
+        let sender = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(&Header::data(0, 20_000).encode()).unwrap();
+            s.write_all(&body[..20_000]).unwrap();
+            s.write_all(&Header::data(20_000, 30_000).encode()).unwrap();
+            s.write_all(&body[20_000..20_100]).unwrap();
+        });
+        let (c, _) = l.accept().unwrap();
+        sender.join().unwrap();
+        let sink = Held {
+            mem: Mem(Default::default()),
+            waits,
+        };
+        let p = Progress::default();
+        let r = mode_e::receive(vec![Box::new(c)], None, &sink, &p, Some(50_000), 1 << 20);
+        assert!(r.is_err(), "writes_wait {waits}: the block was cut short");
+        let got = sink.mem.0.into_inner().unwrap();
+        assert!(
+            got.len() >= 20_000,
+            "writes_wait {waits}: {} bytes written",
+            got.len()
+        );
+        assert_eq!(got[..20_000], want[..20_000], "writes_wait {waits}");
+        assert!(
+            p.ranges()
+                .ranges()
+                .first()
+                .is_some_and(|&(a, b)| a == 0 && b >= 20_000),
+            "writes_wait {waits}: {:?}",
+            p.ranges().ranges()
+        );
+    }
 }

@@ -134,6 +134,10 @@ impl Sink for HashingSink<'_> {
         self.digest.update(offset, buf, &self.copy);
         Ok(())
     }
+
+    fn writes_wait(&self) -> bool {
+        self.inner.writes_wait()
+    }
 }
 
 /// A source that hashes what is read from it: bytes read ahead of the hashed prefix (of their

@@ -65,6 +65,9 @@ pub struct Options {
     pub len: Option<u64>,
     /// Bandwidth cap in bytes per second for each file's data (None: no cap).
     pub max_rate: Option<u64>,
+    /// Write large downloads to local disks around the page cache (`O_DIRECT`) when nothing
+    /// reads them back as they arrive (`haul_transport::io::DirectFile`).
+    pub direct_io: bool,
     /// The data channel.
     pub transport: Transport,
     /// PLUT only: the sender's NIC rate in bytes/s, its pacing ceiling (None: 10 Gb/s).
@@ -103,6 +106,7 @@ impl Default for Options {
             data_timeout: crate::session::DEFAULT_DATA_TIMEOUT,
             len: None,
             max_rate: None,
+            direct_io: true,
             transport: Transport::Tcp,
             plut_rate: None,
             plut_start: None,

@@ -1,11 +1,11 @@
 //! Downloads: files from a server to local disk, whole or a piece at a time.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use haul_proto::RangeSet;
-use haul_transport::io::{on_local_fs, Null, OneWriter, RateLimited, Sink};
+use haul_transport::io::{on_local_fs, on_tmpfs, DirectFile, Null, OneWriter, RateLimited, Sink};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, failed_at, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
@@ -45,9 +45,14 @@ impl Sink for Shifted {
         })?;
         self.inner.write_at(buf, at)
     }
+
+    fn writes_wait(&self) -> bool {
+        self.inner.writes_wait()
+    }
 }
 
-fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
+/// The cap on each file's rate: `--max-rate`, or in test builds a fail point's.
+fn sink_rate(ctx: &Ctx<'_>) -> Option<u64> {
     #[allow(unused_mut)]
     let mut rate = ctx.opts().max_rate;
     // Tests slow TCP downloads alone (bytes per second) to make `haul send` re-plan, or only
@@ -66,11 +71,49 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
             }
         }
     }
+    rate
+}
+
+fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
+    let rate = sink_rate(ctx);
     match rate {
         Some(r) => Box::new(RateLimited::new(file, r)),
         None if on_local_fs(&file) => Box::new(OneWriter::new(file)),
         None => Box::new(file),
     }
+}
+
+/// Files at least this large are written around the page cache on local disks.
+const DIRECT_FROM: u64 = 64 << 20;
+
+/// A large new file on a local disk, written around the page cache ([`DirectFile`]), when
+/// nothing reads it back while it arrives: it is not verified, or verified with XXHC, whose
+/// chunks are hashed as they land. The file back when that does not apply (small, resumed,
+/// rate-limited, over PLUT, in memory, verified by reading it back, or refused by the file
+/// system).
+fn direct(
+    ctx: &Ctx<'_>,
+    file: File,
+    path: &Path,
+    size: u64,
+    hashed_inline: bool,
+) -> Result<Box<dyn Sink>, File> {
+    let o = ctx.opts();
+    let wanted = o.direct_io
+        && size >= DIRECT_FROM
+        && hashed_inline
+        && sink_rate(ctx).is_none()
+        && o.transport != Transport::Plut;
+    if !wanted || !on_local_fs(&file) || on_tmpfs(&file) {
+        return Err(file);
+    }
+    let d = DirectFile::open(file, path)?;
+    d.reserve(size);
+    tracing::debug!(
+        "{}: written around the page cache (O_DIRECT)",
+        path.display()
+    );
+    Ok(Box::new(d))
 }
 
 /// Opens the shared `.part` file for one piece: never truncated (other pieces may have landed),
@@ -83,7 +126,7 @@ fn open_piece(
     whole: u64,
     offset: u64,
 ) -> Result<Incoming, XferError> {
-    let part = resume::part_path(std::path::Path::new(&job.dst));
+    let part = resume::part_path(Path::new(&job.dst));
     resume::clear(&resume::ranges_path(&part));
     let io = |e| XferError::io(&part.display().to_string(), e);
     let file = resume::open_existing(&part, true).map_err(io)?;
@@ -104,7 +147,12 @@ fn open_piece(
     })
 }
 
-fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferError> {
+fn open_incoming(
+    ctx: &Ctx<'_>,
+    job: Job,
+    tries: u32,
+    alg: Option<Algorithm>,
+) -> Result<Incoming, XferError> {
     if is_dev_null(&job.dst) {
         let (id, progress) = ctx.track(None);
         return Ok(Incoming {
@@ -138,7 +186,11 @@ fn open_incoming(ctx: &Ctx<'_>, job: Job, tries: u32) -> Result<Incoming, XferEr
     .map_err(|e| XferError::io(&part.display().to_string(), e))?;
     let (id, progress) = ctx.track(Some(journal));
     with_have(&progress, &have);
-    let sink = rate_limited(ctx, file);
+    let inline = have.is_none() && matches!(alg, None | Some(Algorithm::Xxhc));
+    let sink = match direct(ctx, file, &part, job.size, inline) {
+        Ok(d) => d,
+        Err(file) => rate_limited(ctx, file),
+    };
     Ok(Incoming {
         job,
         tries,
@@ -161,7 +213,7 @@ pub(crate) fn download(ctx: &Ctx<'_>, url: &RemoteUrl, idx: usize) -> Result<(),
     loop {
         let mut inc = Vec::with_capacity(batch.len());
         for (job, tries) in batch {
-            let opened = open_incoming(ctx, job.clone(), tries);
+            let opened = open_incoming(ctx, job.clone(), tries, alg);
             inc.push(ctx.or_failed(&job, Run::default(), opened)?);
         }
         let items: Vec<GetItem<'_>> = inc.iter().map(|i| get_item(i, alg)).collect();
@@ -293,7 +345,7 @@ fn whole_piece_done(
     alg: Option<Algorithm>,
     job: &Job,
     tries: u32,
-    part: &std::path::Path,
+    part: &Path,
     run: Run,
 ) -> Result<(), XferError> {
     let mut digest = None;

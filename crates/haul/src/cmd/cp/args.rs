@@ -69,6 +69,10 @@ pub struct Args {
     /// Bandwidth cap per file, a rate whose unit says bits or bytes (800mbit, 100MB/s).
     #[arg(long, value_parser = parse_rate_bytes)]
     pub max_rate: Option<u64>,
+    /// Write every downloaded file through the page cache. By default a new file of 64 MiB or
+    /// more on a local disk, not read back to verify it, is written around the cache (O_DIRECT).
+    #[arg(long)]
+    pub no_direct_io: bool,
     /// Data channel: tcp (MODE E streams), udt (MODE E over UDT4 connections; `SITE SETNETSTACK
     /// udt`) or plut (reliable UDP; the server must offer PLUT).
     #[arg(long, value_parser = parse_transport, default_value = "tcp")]

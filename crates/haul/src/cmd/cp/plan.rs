@@ -84,6 +84,7 @@ pub(super) fn options(args: &Args, tls: Option<ClientTls>) -> anyhow::Result<Opt
         data_timeout: Duration::from_secs(args.data_timeout),
         len: args.len,
         max_rate: args.max_rate,
+        direct_io: !args.no_direct_io,
         transport: args.transport,
         plut_rate: args.plut_rate,
         plut_start: None,

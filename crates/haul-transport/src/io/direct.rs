@@ -1,0 +1,97 @@
+//! A file written around the page cache (`O_DIRECT`) where a write allows it.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::Sink;
+
+/// The alignment asked of an `O_DIRECT` write's buffer, offset and length: the page size,
+/// which covers every logical block size a local disk reports.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// A file that takes aligned blocks with `O_DIRECT` and everything else (a file's unaligned
+/// tail, a block from a sender with odd offsets) through the page cache.
+///
+/// Writing a large download around the page cache saves the receiver the copy into new page
+/// cache pages and their allocation (on a virtual machine that returns freed memory to its
+/// host, allocating a gigabyte of fresh pages is slow and erratic), and leaves the cache to the
+/// files the host reads. Aligned blocks are written in parallel; the rest take turns, as
+/// [`super::OneWriter`] does.
+pub struct DirectFile {
+    buffered: File,
+    direct: File,
+    turn: Mutex<()>,
+    /// Bytes written with `O_DIRECT` so far.
+    around: AtomicU64,
+}
+
+impl DirectFile {
+    /// Opens `path` (already open as `buffered`) a second time with `O_DIRECT`; gives
+    /// `buffered` back when its file system refuses that.
+    pub fn open(buffered: File, path: &Path) -> Result<DirectFile, File> {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+        {
+            Ok(direct) => Ok(DirectFile {
+                buffered,
+                direct,
+                turn: Mutex::new(()),
+                around: AtomicU64::new(0),
+            }),
+            Err(_) => Err(buffered),
+        }
+    }
+
+    /// Bytes written around the page cache so far (the rest went through it).
+    pub fn bytes_direct(&self) -> u64 {
+        self.around.load(Ordering::Relaxed)
+    }
+
+    /// Reserves the file's `len` bytes on disk up front, so the parallel writes that fill it
+    /// need not extend it one by one. Best effort: a file system without `fallocate` just
+    /// grows the file as it is written.
+    pub fn reserve(&self, len: u64) {
+        use std::os::fd::AsRawFd;
+        let Ok(len) = libc::off_t::try_from(len) else {
+            return;
+        };
+        // SAFETY: a valid open descriptor; mode 0 only allocates blocks and sets the size.
+        let _ = unsafe { libc::fallocate(self.buffered.as_raw_fd(), 0, 0, len) };
+    }
+}
+
+/// True when `buf` at `offset` meets `O_DIRECT`'s alignment.
+pub fn aligned(buf: &[u8], offset: u64) -> bool {
+    let a = DIRECT_ALIGN;
+    (buf.as_ptr() as usize).is_multiple_of(a)
+        && buf.len().is_multiple_of(a)
+        && offset.is_multiple_of(a as u64)
+}
+
+impl Sink for DirectFile {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if !buf.is_empty() && aligned(buf, offset) {
+            match self.direct.write_all_at(buf, offset) {
+                Ok(()) => {
+                    self.around.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                    return Ok(());
+                }
+                // A file system that opened with O_DIRECT but refuses this write's alignment.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+        self.buffered.write_all_at(buf, offset)
+    }
+
+    fn writes_wait(&self) -> bool {
+        true
+    }
+}
