@@ -204,7 +204,8 @@ w.write(data)
 del w
 open("{out}", "wb").write(data)
 print("ok")
-"#,
+{exit}"#,
+        exit = GFAL2_EXIT,
         port = port_of(&s),
         len = data.len(),
         out = root.path().join("read.bin").display(),
@@ -249,7 +250,8 @@ theirs = "{theirs}"
 ctx.filecopy(p, haul + "src.bin", theirs + "a.bin")
 ctx.filecopy(p, theirs + "a.bin", haul + "back.bin")
 print("ok")
-"#,
+{exit}"#,
+        exit = GFAL2_EXIT,
         haul = pair.haul_base,
         theirs = pair.globus_base,
     );

@@ -321,9 +321,8 @@ fn gfal2_through(py: &str, base: &str, direct: &str, root: &Path, data: &[u8], u
     let dst = local.path().join("dst.bin");
     fs::write(&src, up).unwrap();
     let mut cmd = Command::new(py);
-    cmd.args(["-c", GFAL2_SCRIPT, base, direct])
-        .arg(&src)
-        .arg(&dst);
+    let script = format!("{GFAL2_SCRIPT}{GFAL2_EXIT}");
+    cmd.args(["-c", &script, base, direct]).arg(&src).arg(&dst);
     let out = run_within(cmd, GFAL2_TIMEOUT);
     assert_success(&out, &format!("gfal2 script through {base}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
