@@ -227,9 +227,14 @@ impl Hop for NextHopSession {
             pump.drain(conns, Framing::Extended { close: false }, &progress)
         };
         let t = Instant::now();
-        let r = self
-            .session()?
-            .store_from(&st.path, held(&st.restart), &p, &|| started(), &send);
+        let r = self.session()?.store_from(
+            &st.path,
+            held(&st.restart),
+            st.allocate,
+            &p,
+            &|| started(),
+            &send,
+        );
         match r {
             Ok(()) => {
                 self.log_leg("store", &st.path, progress.bytes(), t, streams);

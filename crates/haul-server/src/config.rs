@@ -47,6 +47,10 @@ pub struct ServerConfig {
     /// --sendfile`). Off by default: on loopback it cut the server's CPU per GiB by a fifth but
     /// raised the receiving client's by more (docs/benchmarks.md, issue 23).
     pub sendfile: bool,
+    /// Write large uploads to local disks around the page cache (`O_DIRECT`) when the client
+    /// announced their size with `ALLO` (on by default; `haul serve --no-direct-io` turns it
+    /// off).
+    pub direct_io: bool,
     /// What carries out commands on nested URLs (`ftp://relay/ftp://origin/path`); without
     /// one, such commands are refused (`haul serve --relay-allow` gives one).
     pub relay: Option<std::sync::Arc<dyn crate::relay::Relay>>,
@@ -88,6 +92,7 @@ impl ServerConfig {
             marker_interval: Duration::from_secs(1),
             block_size: 256 * 1024,
             sendfile: false,
+            direct_io: true,
             relay: None,
             journal: None,
             predictions: None,

@@ -68,6 +68,8 @@ pub struct FileStore {
     pub path: String,
     /// What the next hop already holds (`REST`).
     pub restart: Option<Restart>,
+    /// The size the client announced (`ALLO`), passed on to the next hop.
+    pub allocate: Option<u64>,
     /// The next leg's settings the client asked for (`OPTS RELAY`).
     pub leg: haul_proto::nested::NextLeg,
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use haul_proto::command::Restart;
 use haul_proto::RangeSet;
 use haul_transport::checksum::{Algorithm, Finished, HashingSink};
-use haul_transport::io::{on_local_fs, Null, OneWriter, Sink};
+use haul_transport::io::{on_local_fs, on_tmpfs, DirectFile, Null, OneWriter, Sink, DIRECT_FROM};
 
 use crate::session::{fs_error, FileId, KnownDigest, Session};
 use crate::vfs::{Parent, Target};
@@ -92,6 +92,21 @@ pub(crate) fn start_empty(file: &File) -> io::Result<()> {
 /// True if `e` says the file system is full (or the user's quota is).
 fn disk_full(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+/// A new upload of `size` announced bytes (`ALLO`) written around the page cache, when it is
+/// large, on a local disk, and nothing reads it back while it arrives (it is not hashed, or
+/// hashed by XXHC chunks as they land): reserved on disk and opened a second time with
+/// `O_DIRECT` (see [`DirectFile`]). None when that does not apply.
+fn direct_upload(virt: &str, file: &File, size: u64, alg: Option<Algorithm>) -> Option<DirectFile> {
+    let inline = matches!(alg, None | Some(Algorithm::Xxhc));
+    if size < DIRECT_FROM || !inline || !on_local_fs(file) || on_tmpfs(file) {
+        return None;
+    }
+    let d = DirectFile::reopen(file.try_clone().ok()?).ok()?;
+    d.reserve(size);
+    tracing::debug!(path = %virt, size, "upload written around the page cache (O_DIRECT)");
+    Some(d)
 }
 
 /// Where an upload writes, by its command and the `REST` before it.
@@ -185,6 +200,7 @@ impl<'a> Session<'a> {
         arg: &str,
         kind: WriteKind,
         rest: Option<Restart>,
+        allocate: Option<u64>,
     ) -> io::Result<()> {
         let virt = match self.resolve(arg) {
             Target::Null => return self.stor_null(),
@@ -205,19 +221,34 @@ impl<'a> Session<'a> {
         };
         // A new file whose checksum the client asks for next: hash the blocks as they are
         // written, rather than reading the file back for the CKSM.
-        let alg = match (&kind, &rest) {
-            (WriteKind::Stor, None) => self.pipelined_cksm(&virt),
-            _ => None,
-        };
+        let fresh = matches!((&kind, &rest), (WriteKind::Stor, None));
+        let alg = fresh.then(|| self.pipelined_cksm(&virt)).flatten();
+        let direct = allocate
+            .filter(|_| fresh && self.shared.cfg.direct_io)
+            .and_then(|size| direct_upload(&virt, &file, size, alg));
         // Parallel streams take turns writing on local file systems (see `OneWriter`).
         let one = OneWriter::new(&file);
-        let writer: &dyn Sink = if on_local_fs(&file) { &one } else { &file };
+        let writer: &dyn Sink = match &direct {
+            Some(d) => d,
+            None if on_local_fs(&file) => &one,
+            None => &file,
+        };
         let hashing = alg.map(|a| HashingSink::over(writer, a, &file));
         let sink: &dyn Sink = match &hashing {
             Some(h) => h,
             None => writer,
         };
-        let got: RangeSet = match self.receive_into(sink, at.base, at.start, true)? {
+        let received = self.receive_into(sink, at.base, at.start, true)?;
+        if let Some(d) = &direct {
+            // The reservation made the file as long as announced: cut it back to what came.
+            let end = d.written_end();
+            if file.metadata().is_ok_and(|m| m.len() > end) {
+                if let Err(e) = file.set_len(end) {
+                    tracing::warn!(path = %virt, error = %e, "upload not cut back to its length");
+                }
+            }
+        }
+        let got: RangeSet = match received {
             Ok(got) => got,
             Err(None) => return Ok(()),
             Err(Some(e)) => return self.upload_failed(&virt, &parent, file, at.to_part, &e),

@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 mod direct;
-pub use direct::{aligned, DirectFile, DIRECT_ALIGN};
+pub use direct::{aligned, cached_bytes, DirectFile, DIRECT_ALIGN, DIRECT_FROM};
 
 /// Where a sender reads file bytes from.
 pub trait Source: Sync {

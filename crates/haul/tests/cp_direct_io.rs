@@ -1,8 +1,10 @@
 //! Large downloads to a local disk are written around the page cache (`O_DIRECT`) when nothing
 //! reads them back as they arrive, and still arrive whole and verified; `--no-direct-io` and
-//! a digest that needs the file read back keep them in the cache.
+//! a digest that needs the file read back keep them in the cache. Uploads announce their size
+//! (`ALLO`, as `globus-url-copy` does) and `haul serve` writes large ones around its cache.
 mod common;
 
+use common::globus::{file_url, globus_url_copy, skip_without_globus};
 use common::haul::*;
 
 use std::fs;
@@ -126,5 +128,79 @@ fn a_flipped_byte_in_a_direct_download_resends_only_its_chunk() {
     assert!(
         fs::read(&dst).unwrap() == data,
         "the repaired copy is identical"
+    );
+}
+
+/// Bytes of `path` in the page cache.
+fn cached(path: &Path) -> u64 {
+    haul_transport::io::cached_bytes(&fs::File::open(path).unwrap()).unwrap()
+}
+
+/// Uploads announce their size, and `haul serve` writes a large one around its page cache: from
+/// `haul cp` (verified, XXHC) and from `globus-url-copy`; `haul serve --no-direct-io` keeps
+/// it in the cache.
+#[test]
+fn a_large_upload_goes_around_the_servers_cache_and_verifies() {
+    let Some(d) = disk_dir() else {
+        return;
+    };
+    let data = random_bytes(LEN, 93);
+    let src = d.path().join("src.bin");
+    fs::write(&src, &data).unwrap();
+    let (direct, buffered) = (d.path().join("direct"), d.path().join("buffered"));
+    fs::create_dir_all(&direct).unwrap();
+    fs::create_dir_all(&buffered).unwrap();
+    let rw = ["--anonymous", "--anonymous-write"];
+    let srv = serve(&direct, &rw);
+    let off = serve(&buffered, &[&rw[..], &["--no-direct-io"]].concat());
+    let hist = d.path().join("h.sqlite");
+    let up = |addr: &str, name: &str| {
+        let url = format!("ftp://{addr}/{name}");
+        let out = cp(
+            &["-q", "--json", "-p", "4", src.to_str().unwrap(), &url],
+            &hist,
+        );
+        assert!(out.status.success(), "haul cp upload failed");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["checksum"], "XXHC");
+        assert_eq!(j["verified_files"], 1);
+    };
+
+    up(&srv.addr, "cp.bin");
+    let held = cached(&direct.join("cp.bin"));
+    assert!(
+        held < 1 << 20,
+        "{held} bytes of it are in the server's cache"
+    );
+    assert!(
+        fs::read(direct.join("cp.bin")).unwrap() == data,
+        "identical copy"
+    );
+
+    up(&off.addr, "cp.bin");
+    let held = cached(&buffered.join("cp.bin"));
+    assert!(
+        held > (LEN / 2) as u64,
+        "--no-direct-io: only {held} bytes cached"
+    );
+    assert!(
+        fs::read(buffered.join("cp.bin")).unwrap() == data,
+        "identical copy"
+    );
+
+    if skip_without_globus("a_large_upload_goes_around_the_servers_cache (globus-url-copy)") {
+        return;
+    }
+    let url = format!("ftp://{}/guc.bin", srv.addr);
+    let out = globus_url_copy(&["-p", "4", &file_url(&src), &url]);
+    assert!(out.status.success(), "globus-url-copy: {out:?}");
+    let held = cached(&direct.join("guc.bin"));
+    assert!(
+        held < 1 << 20,
+        "{held} bytes of guc's upload are in the server's cache"
+    );
+    assert!(
+        fs::read(direct.join("guc.bin")).unwrap() == data,
+        "identical copy"
     );
 }

@@ -36,6 +36,10 @@ pub struct FileOp {
     /// Checksum algorithm name to ask for with a pipelined `CKSM <alg> 0 -1 <path>` after the
     /// transfer.
     pub cksm: Option<String>,
+    /// The size of an upload, announced with `ALLO <size>` before it (as Globus clients do):
+    /// a server may reserve the space, or write a large file around its page cache. Advisory:
+    /// a refusal fails the file only when it is `452` (no space). Ignored for Get.
+    pub allocate: Option<u64>,
 }
 
 impl FileOp {
@@ -47,20 +51,27 @@ impl FileOp {
             eret: None,
             restart: None,
             cksm: None,
+            allocate: None,
         }
     }
 
     /// The commands that move this file, in the order they are written.
     fn kinds(&self) -> impl Iterator<Item = Kind> {
+        let put = self.direction == Direction::Put;
+        let allo = self.allocate.filter(|_| put).map(|_| Kind::Allo);
         let rest = self.restart.as_ref().map(|_| Kind::Rest);
         let cksm = self.cksm.as_ref().map(|_| Kind::Cksm);
-        rest.into_iter().chain(Some(Kind::Transfer)).chain(cksm)
+        allo.into_iter()
+            .chain(rest)
+            .chain(Some(Kind::Transfer))
+            .chain(cksm)
     }
 
     /// The command of kind `kind` for this file.
     fn command(&self, kind: Kind) -> Command {
         let path = self.path.clone();
         match kind {
+            Kind::Allo => Command::Allo(self.allocate.unwrap_or_default()),
             Kind::Rest => Command::Rest(Restart::Ranges(self.restart.clone().unwrap_or_default())),
             Kind::Transfer => match (self.direction, self.eret) {
                 (Direction::Get, Some((offset, length))) => Command::Eret {
@@ -168,6 +179,7 @@ pub enum TransferError {
 /// Which of a file's commands a pipelined command is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
+    Allo,
     Rest,
     Transfer,
     Cksm,
@@ -236,7 +248,7 @@ impl Slot {
 /// `226` of a transfer without `CKSM`, the `213` of its `CKSM`): `handle_reply` returns the first
 /// event and [`Transfers::poll_event`] the [`FileEvent::Done`] that follows.
 ///
-/// Everything is bounded by what was pushed: per file at most three commands and one `ABOR`;
+/// Everything is bounded by what was pushed: per file at most four commands and one `ABOR`;
 /// replies never add state.
 #[derive(Debug)]
 pub struct Transfers {
@@ -272,8 +284,8 @@ impl Transfers {
         self.base + self.slots.len() - 1
     }
 
-    /// The next command to write, if the window allows one: a file's commands are `REST` (with
-    /// [`FileOp::restart`]), `RETR` / `ERET` / `STOR`, `CKSM` (with [`FileOp::cksm`]), and a
+    /// The next command to write, if the window allows one: a file's commands are `ALLO` (with
+    /// [`FileOp::allocate`], uploads only), `REST` (with [`FileOp::restart`]), `RETR` / `ERET` / `STOR`, `CKSM` (with [`FileOp::cksm`]), and a
     /// file starts only while fewer than `window` files are in flight.
     pub fn poll_command(&mut self) -> Option<Command> {
         let in_flight = self.in_flight();
@@ -457,6 +469,8 @@ impl Transfers {
             }
             _ if s.failed || s.abort != Abort::No => Ok(None),
             Kind::Rest if reply.code == 350 => Ok(None),
+            // Advisory: only "no space" (452) says the upload cannot succeed.
+            Kind::Allo if reply.code != 452 => Ok(None),
             Kind::Cksm if reply.code == 213 => {
                 let text = reply.text();
                 let digest = text.split_whitespace().next_back().unwrap_or_default();

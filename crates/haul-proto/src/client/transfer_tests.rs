@@ -324,6 +324,64 @@ fn a_refused_rest_still_drains_the_transfer() {
     assert!(t.is_done());
 }
 
+/// An upload's `ALLO` goes first; any answer but `452` leaves the file going, and a `452`
+/// fails it while its pipelined `STOR` is still drained.
+#[test]
+fn allo_goes_before_an_upload_and_only_452_fails_it() {
+    let mut t = Transfers::new(2);
+    let mut op = with_cksm(put("/a"));
+    op.allocate = Some(3_000_000);
+    op.restart = Some(RangeSet::parse("0-5").unwrap());
+    t.push(op);
+    let mut got = get("/g");
+    got.allocate = Some(7);
+    t.push(got);
+    assert_eq!(
+        drain(&mut t),
+        [
+            "ALLO 3000000",
+            "REST 0-5",
+            "STOR /a",
+            "CKSM MD5 0 -1 /a",
+            "RETR /g"
+        ]
+    );
+    let evs = feed(
+        &mut t,
+        &[
+            r(502, "ALLO not implemented"),
+            r(350, "ok"),
+            r(150, "go"),
+            r(226, "ok"),
+            r(213, "d"),
+        ],
+    );
+    assert_eq!(evs.last(), Some(&FileEvent::Done { file: 0 }));
+    feed(&mut t, &[r(150, "go"), r(226, "ok")]);
+    assert!(t.is_done());
+
+    let mut op = put("/b");
+    op.allocate = Some(1 << 40);
+    t.push(op);
+    assert_eq!(drain(&mut t), ["ALLO 1099511627776", "STOR /b"]);
+    let evs = feed(&mut t, &[r(452, "no space")]);
+    let want = FileEvent::Failed {
+        file: 2,
+        command: Command::Allo(1 << 40),
+        reply: r(452, "no space"),
+    };
+    assert_eq!(evs, [want]);
+    let evs = feed(&mut t, &[r(150, "go"), r(426, "lost")]);
+    assert_eq!(
+        evs,
+        [FileEvent::DataStart {
+            file: 2,
+            reused: false
+        }]
+    );
+    assert!(t.is_done());
+}
+
 #[test]
 fn commands_not_yet_written_are_dropped_after_a_failure() {
     let mut t = Transfers::new(1);
@@ -573,19 +631,27 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn file_op() -> impl Strategy<Value = FileOp> {
-    (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(g, rest, ck, er)| {
-        let mut op = FileOp::new(if g { Direction::Get } else { Direction::Put }, "/f");
-        op.restart = rest.then(|| RangeSet::parse("0-4").unwrap());
-        op.cksm = ck.then(|| "ADLER32".to_string());
-        op.eret = er.then_some((1, 2));
-        op
-    })
+    (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(g, rest, ck, er, allo)| {
+            let mut op = FileOp::new(if g { Direction::Get } else { Direction::Put }, "/f");
+            op.restart = rest.then(|| RangeSet::parse("0-4").unwrap());
+            op.cksm = ck.then(|| "ADLER32".to_string());
+            op.eret = er.then_some((1, 2));
+            op.allocate = allo.then_some(5);
+            op
+        })
 }
 
 /// Checks the bounds every state must keep.
 fn bounded(t: &Transfers, pushed: usize) {
     assert!(t.slots.len() <= pushed);
-    assert!(t.pipeline.len() <= 4 * t.slots.len());
+    assert!(t.pipeline.len() <= 5 * t.slots.len());
     assert!(t.in_flight() <= t.window);
 }
 
@@ -659,6 +725,9 @@ fn plan() -> impl Strategy<Value = Plan> {
 /// The replies to one command as the well-behaved server gives them.
 fn answer(cmd: &Command, plan: &Plan) -> Vec<Reply> {
     match cmd {
+        // Advisory either way: a server that does not take ALLO fails nothing.
+        Command::Allo(_) if plan.rest_ok => vec![r(200, "ok")],
+        Command::Allo(_) => vec![r(502, "not implemented")],
         Command::Rest(_) if plan.rest_ok => vec![r(350, "ok")],
         Command::Rest(_) => vec![r(501, "bad")],
         Command::Cksm { .. } if plan.cksm_ok => vec![r(213, "abc")],

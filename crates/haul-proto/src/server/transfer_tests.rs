@@ -78,6 +78,7 @@ fn retr(path: &str, restart: Option<Restart>) -> ServerAction {
             range: None,
         },
         restart,
+        allocate: None,
         mode: crate::command::TransferMode::Extended,
     })
 }
@@ -169,6 +170,7 @@ fn retr_stream(path: &str) -> ServerAction {
             range: None,
         },
         restart: None,
+        allocate: None,
         mode: crate::command::TransferMode::Stream,
     })
 }
@@ -394,6 +396,7 @@ fn retr_append(path: &str) -> ServerAction {
             kind: WriteKind::Appe,
         },
         restart: None,
+        allocate: None,
         mode: crate::command::TransferMode::Stream,
     })
 }
@@ -426,4 +429,33 @@ fn dcau_a_is_the_default_under_gsi_and_s_names_a_subject() {
     // Setting GSI again does not undo an explicit DCAU N.
     s.transfers().set_gsi(true);
     assert_eq!(s.transfer_state().dcau(), &Dcau::None);
+}
+
+/// `ALLO n` is remembered for the next transfer only, which carries it; a second `ALLO`
+/// replaces the first, and a transfer without one carries none.
+#[test]
+fn allo_goes_with_the_next_transfer_only() {
+    let mut s = passive("192.0.2.1:50000");
+    assert_eq!(
+        send(&mut s, "ALLO 100"),
+        vec![reply(200, "ALLO command successful.")]
+    );
+    assert_eq!(
+        send(&mut s, "ALLO 3000000 R 512"),
+        vec![reply(200, "ALLO command successful.")]
+    );
+    let stor = |allocate| {
+        ServerAction::Transfer(Transfer {
+            op: TransferOp::Receive {
+                path: "f".into(),
+                kind: WriteKind::Stor,
+            },
+            restart: None,
+            allocate,
+            mode: crate::command::TransferMode::Extended,
+        })
+    };
+    assert_eq!(send(&mut s, "STOR f"), vec![stor(Some(3_000_000))]);
+    finish(&mut s, Outcome::Complete);
+    assert_eq!(send(&mut s, "STOR f"), vec![stor(None)]);
 }

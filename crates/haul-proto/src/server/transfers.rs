@@ -96,6 +96,10 @@ pub struct Transfer {
     pub op: TransferOp,
     /// The `REST` that preceded it, which it consumes (ignored by `ERET`, `ESTO` and listings).
     pub restart: Option<Restart>,
+    /// The size an `ALLO` before it announced, which it consumes: what an upload expects to
+    /// receive (Globus clients and haul's send it before every `STOR`). Advisory: the data
+    /// decides the file's length.
+    pub allocate: Option<u64>,
     /// The transfer mode.
     pub mode: TransferMode,
 }
@@ -155,6 +159,7 @@ pub struct Transfers {
     mode: TransferMode,
     sbuf: Option<u64>,
     rest: Option<Restart>,
+    allo: Option<u64>,
     setup: Setup,
     wait: Wait,
     actions: VecDeque<ServerAction>,
@@ -172,6 +177,7 @@ impl Transfers {
             mode: TransferMode::Stream,
             sbuf: None,
             rest: None,
+            allo: None,
             setup: Setup::None,
             wait: Wait::Nothing,
             actions: VecDeque::new(),
@@ -263,7 +269,10 @@ impl Transfers {
             Command::Type(_) => self.reply(200, "Type set."),
             Command::Stru(_) => self.reply(200, "Structure set to F."),
             Command::Mode(m) => self.set_mode(m),
-            Command::Allo(_) => self.reply(200, "ALLO command successful."),
+            Command::Allo(n) => {
+                self.allo = Some(n);
+                self.reply(200, "ALLO command successful.")
+            }
             Command::Sbuf(n) => self.set_sbuf(n),
             Command::Dcau(m) => self.set_dcau(&m),
             Command::Rest(r) => {
@@ -428,6 +437,7 @@ impl Transfers {
     /// had ([`Transfers::data_channel_ready`]).
     fn transfer(&mut self, op: TransferOp) {
         let restart = self.rest.take();
+        let allocate = self.allo.take();
         self.wait = Wait::Transfer {
             checked: false,
             opened: false,
@@ -436,6 +446,7 @@ impl Transfers {
         self.actions.push_back(ServerAction::Transfer(Transfer {
             op,
             restart,
+            allocate,
             mode: self.mode,
         }));
     }

@@ -115,7 +115,9 @@ impl Session<'_> {
         } else {
             match t.op {
                 TransferOp::Send { path, range } => self.cmd_retr(&path, range, t.restart)?,
-                TransferOp::Receive { path, kind } => self.cmd_stor(&path, kind, t.restart)?,
+                TransferOp::Receive { path, kind } => {
+                    self.cmd_stor(&path, kind, t.restart, t.allocate)?
+                }
                 TransferOp::List { path, kind } => self.cmd_listing(path.as_deref(), kind)?,
             }
         }

@@ -110,6 +110,7 @@ impl Session<'_> {
                 let s = FileStore {
                     path: inner,
                     restart: t.restart.clone(),
+                    allocate: t.allocate,
                     leg: self.next_leg,
                 };
                 self.relay_receive(&s)?;

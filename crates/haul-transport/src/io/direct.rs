@@ -13,6 +13,10 @@ use super::Sink;
 /// which covers every logical block size a local disk reports.
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// Files at least this large are worth writing around the page cache on a local disk; below
+/// it, the cache's copy costs less than a second descriptor and a writer thread per stream.
+pub const DIRECT_FROM: u64 = 64 << 20;
+
 /// A file that takes aligned blocks with `O_DIRECT` and everything else (a file's unaligned
 /// tail, a block from a sender with odd offsets) through the page cache.
 ///
@@ -27,25 +31,49 @@ pub struct DirectFile {
     turn: Mutex<()>,
     /// Bytes written with `O_DIRECT` so far.
     around: AtomicU64,
+    /// The end of the furthest write so far.
+    end: AtomicU64,
 }
 
 impl DirectFile {
     /// Opens `path` (already open as `buffered`) a second time with `O_DIRECT`; gives
     /// `buffered` back when its file system refuses that.
     pub fn open(buffered: File, path: &Path) -> Result<DirectFile, File> {
-        match std::fs::OpenOptions::new()
+        DirectFile::pair(buffered, path)
+    }
+
+    /// Opens the very file `buffered` is open on a second time with `O_DIRECT`, through
+    /// `/proc/self/fd` rather than a path (which a server confined to a tree must not walk
+    /// again: a link swapped in since would lead elsewhere); gives `buffered` back when that
+    /// fails.
+    pub fn reopen(buffered: File) -> Result<DirectFile, File> {
+        use std::os::fd::AsRawFd;
+        let me = format!("/proc/self/fd/{}", buffered.as_raw_fd());
+        DirectFile::pair(buffered, Path::new(&me))
+    }
+
+    /// `buffered` with `path` opened for writing with `O_DIRECT` beside it.
+    fn pair(buffered: File, path: &Path) -> Result<DirectFile, File> {
+        let opened = std::fs::OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_DIRECT)
-            .open(path)
-        {
+            .open(path);
+        match opened {
             Ok(direct) => Ok(DirectFile {
                 buffered,
                 direct,
                 turn: Mutex::new(()),
                 around: AtomicU64::new(0),
+                end: AtomicU64::new(0),
             }),
             Err(_) => Err(buffered),
         }
+    }
+
+    /// The end of the furthest byte written so far: after [`DirectFile::reserve`] made the
+    /// file longer, what to cut it back to if fewer bytes came than were announced.
+    pub fn written_end(&self) -> u64 {
+        self.end.load(Ordering::Relaxed)
     }
 
     /// Bytes written around the page cache so far (the rest went through it).
@@ -66,6 +94,43 @@ impl DirectFile {
     }
 }
 
+/// How many bytes of `file` are in the page cache now (`mincore` over a mapping of it): what
+/// writing around the cache leaves out of it, for tests and diagnostics.
+pub fn cached_bytes(file: &File) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+    if len == 0 {
+        return Ok(0);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page =
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).map_err(io::Error::other)?;
+    let mut resident = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a shared read-only mapping of `len` bytes of an open file, unmapped before the
+    // block ends; mincore writes one byte per page of it into `resident`, which has room.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let rc = libc::mincore(p, len, resident.as_mut_ptr());
+        let e = io::Error::last_os_error();
+        libc::munmap(p, len);
+        if rc != 0 {
+            return Err(e);
+        }
+    }
+    let pages = resident.iter().filter(|b| **b & 1 == 1).count();
+    Ok((pages * page) as u64)
+}
+
 /// True when `buf` at `offset` meets `O_DIRECT`'s alignment.
 pub fn aligned(buf: &[u8], offset: u64) -> bool {
     let a = DIRECT_ALIGN;
@@ -76,6 +141,22 @@ pub fn aligned(buf: &[u8], offset: u64) -> bool {
 
 impl Sink for DirectFile {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let r = self.write_somewhere(buf, offset);
+        if r.is_ok() {
+            self.end
+                .fetch_max(offset + buf.len() as u64, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn writes_wait(&self) -> bool {
+        true
+    }
+}
+
+impl DirectFile {
+    /// Writes `buf` at `offset`: around the cache when aligned, else through it.
+    fn write_somewhere(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         if !buf.is_empty() && aligned(buf, offset) {
             match self.direct.write_all_at(buf, offset) {
                 Ok(()) => {
@@ -89,9 +170,5 @@ impl Sink for DirectFile {
         }
         let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
         self.buffered.write_all_at(buf, offset)
-    }
-
-    fn writes_wait(&self) -> bool {
-        true
     }
 }

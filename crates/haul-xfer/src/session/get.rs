@@ -34,6 +34,7 @@ fn get_op(it: &GetItem<'_>) -> FileOp {
         eret: it.eret,
         restart: it.have.clone(),
         cksm: it.cksm.map(|(alg, _)| alg.name().to_string()),
+        allocate: None,
     }
 }
 

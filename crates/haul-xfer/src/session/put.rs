@@ -223,6 +223,7 @@ fn put_op(it: &PutItem<'_>) -> FileOp {
         eret: None,
         restart: it.have.clone(),
         cksm: it.cksm.map(|alg| alg.name().to_string()),
+        allocate: Some(it.len),
     }
 }
 

@@ -46,6 +46,7 @@ impl Session {
             eret: f.eret,
             restart: f.restart.clone(),
             cksm: None,
+            allocate: None,
         });
         let item = GetItem {
             path: f.path.to_string(),
@@ -106,7 +107,8 @@ impl Session {
         self.get_plut_item(&item, &p, Vec::new(), started).map(drop)
     }
 
-    /// Stores `path` (after `REST` with `restart`, when given) with `p`'s streams: `started` is
+    /// Stores `path` (after `ALLO` with `allocate` and `REST` with `restart`, when given) with
+    /// `p`'s streams: `started` is
     /// called once the next hop opened the data phase, then `send` moves the data on the data
     /// connections (ending with the EODs and the EOF). Fails with the next hop's refusal or
     /// `send`'s error.
@@ -114,6 +116,7 @@ impl Session {
         &mut self,
         path: &str,
         restart: Option<RangeSet>,
+        allocate: Option<u64>,
         p: &DataParams,
         started: &dyn Fn(),
         send: &(dyn Fn(&mut [Conn]) -> std::io::Result<()> + Sync),
@@ -127,6 +130,7 @@ impl Session {
             eret: None,
             restart,
             cksm: None,
+            allocate,
         });
         self.ctl.send_due(&mut t)?;
         let progress = Progress::default();

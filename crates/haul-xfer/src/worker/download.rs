@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use haul_proto::RangeSet;
-use haul_transport::io::{on_local_fs, on_tmpfs, DirectFile, Null, OneWriter, RateLimited, Sink};
+use haul_transport::io::{
+    on_local_fs, on_tmpfs, DirectFile, Null, OneWriter, RateLimited, Sink, DIRECT_FROM,
+};
 use haul_transport::mode_e::Progress;
 
 use super::{compare, failed_at, is_dev_null, is_dev_zero, open, params, session_alg, with_have};
@@ -82,9 +84,6 @@ fn rate_limited(ctx: &Ctx<'_>, file: File) -> Box<dyn Sink> {
         None => Box::new(file),
     }
 }
-
-/// Files at least this large are written around the page cache on local disks.
-const DIRECT_FROM: u64 = 64 << 20;
 
 /// A large new file on a local disk, written around the page cache ([`DirectFile`]), when
 /// nothing reads it back while it arrives: it is not verified, or verified with XXHC, whose

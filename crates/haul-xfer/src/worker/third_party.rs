@@ -142,7 +142,8 @@ fn connect(src: &mut Session, dst: &mut Session, p: u32) -> Result<(), XferError
 }
 
 /// Sends a batch's commands without waiting for replies: every STOR (or ESTO) to the
-/// destination first, then every RETR (or ERET) to the source.
+/// destination first, a file's STOR after an `ALLO` of its size (as Globus clients send it),
+/// then every RETR (or ERET) to the source.
 fn send_batch(src: &mut Session, dst: &mut Session, batch: &[(Job, u32)]) -> Result<(), XferError> {
     for (job, _) in batch {
         if is_dev_zero(&job.src) {
@@ -151,6 +152,7 @@ fn send_batch(src: &mut Session, dst: &mut Session, batch: &[(Job, u32)]) -> Res
                 path: job.dst.clone(),
             })?;
         } else {
+            dst.ctl.send(&Command::Allo(job.size))?;
             dst.ctl.send(&Command::Stor(job.dst.clone()))?;
         }
     }
@@ -176,6 +178,14 @@ fn third_party_one(
 ) -> Result<(), XferError> {
     let stor = Command::Stor(job.dst.clone());
     let retr = Command::Retr(job.src.clone());
+    if !is_dev_zero(&job.src) {
+        // Advisory: only "no space" says the copy cannot succeed.
+        let allo = Command::Allo(job.size);
+        let r = dst.ctl.final_reply(&mut |_| {})?;
+        if r.code == 452 {
+            return Err(XferError::from_reply(&dst.ctl.name, &allo, &r));
+        }
+    }
     let r = dst.ctl.final_reply(&mut |_| {})?;
     if !r.is_preliminary() {
         return Err(XferError::from_reply(&dst.ctl.name, &stor, &r));

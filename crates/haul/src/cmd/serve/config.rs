@@ -40,6 +40,11 @@ pub struct Opts {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub sendfile: bool,
+    /// Write large uploads (an `ALLO` of 64 MiB or more) to local disks through the page cache,
+    /// as smaller ones are, instead of around it (`O_DIRECT`).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_direct_io: bool,
     /// Users file: lines `name:<argon2 hash>:rw|ro[,third-party][,relay]` (see --hash-password);
     /// reloaded on SIGHUP.
     #[arg(long)]
@@ -298,6 +303,7 @@ impl Settings {
         cfg.anonymous = o.anonymous;
         cfg.anonymous_write = o.anonymous_write;
         cfg.sendfile = o.sendfile;
+        cfg.direct_io = !o.no_direct_io;
         cfg.users = o.users;
         cfg.tls = o.tls_cert.zip(o.tls_key);
         cfg.gsi = super::gsi::settings(super::gsi::GsiOpts {
