@@ -476,8 +476,9 @@ fn gfal2_chmod_through_site_chmod() {
                   ctx.chmod(sys.argv[1], 0o600)\n\
                   try:\n    ctx.chmod(sys.argv[1], 0o4755)\n    print('setuid set')\n\
                   except gfal2.GError as e:\n    print('refused:', e.message)\n";
+    let script = format!("{script}{GFAL2_EXIT}");
     let out = Command::new(&py)
-        .args(["-c", script, &srv.url("f")])
+        .args(["-c", &script, &srv.url("f")])
         .output()
         .expect("run gfal2");
     let stdout = String::from_utf8_lossy(&out.stdout);
