@@ -95,11 +95,14 @@ fn disk_full(e: &io::Error) -> bool {
 }
 
 /// A new upload of `size` announced bytes (`ALLO`) written around the page cache, when it is
-/// large, on a local disk, and nothing reads it back while it arrives (it is not hashed, or
-/// hashed by XXHC chunks as they land): reserved on disk and opened a second time with
-/// `O_DIRECT` (see [`DirectFile`]). None when that does not apply.
+/// large, on a local disk, and its digest is already asked for as XXHC (a `CKSM XXHC`
+/// pipelined behind the `STOR`, as `haul cp` sends it), so its chunks are hashed as they land
+/// and nothing reads the file back: reserved on disk and opened a second time with `O_DIRECT`
+/// (see [`DirectFile`]). None otherwise: a digest asked for after the upload (by
+/// `globus-url-copy -verify-checksum`, gfal2, a relay) reads the file back, which the page
+/// cache answers at memory speed and the disk at a fraction of it.
 fn direct_upload(virt: &str, file: &File, size: u64, alg: Option<Algorithm>) -> Option<DirectFile> {
-    let inline = matches!(alg, None | Some(Algorithm::Xxhc));
+    let inline = alg == Some(Algorithm::Xxhc);
     if size < DIRECT_FROM || !inline || !on_local_fs(file) || on_tmpfs(file) {
         return None;
     }
