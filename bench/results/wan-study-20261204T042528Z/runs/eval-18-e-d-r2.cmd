@@ -1,0 +1,1 @@
+/tmp/wan-bin/haul cp -q --json -c 1 -p 1 --history /work/main/bench/results/wan-study-20261204T042528Z/db/d.sqlite --route auto --relays 10.78.6.1:2811,10.78.7.1:2811,10.78.8.1:2811 --threshold 0 --relay-streams 1 ftp://10.78.4.1:2811/f8M.bin /dev/null

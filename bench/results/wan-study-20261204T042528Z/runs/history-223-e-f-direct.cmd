@@ -1,0 +1,1 @@
+/tmp/wan-bin/haul cp -q --json -c 1 -p 1 --history /work/main/bench/results/wan-study-20261204T042528Z/db/f.sqlite ftp://10.78.4.1:2811/f24M.bin /dev/null
