@@ -47,9 +47,9 @@ pub struct ServerConfig {
     /// --sendfile`). Off by default: on loopback it cut the server's CPU per GiB by a fifth but
     /// raised the receiving client's by more (docs/benchmarks.md, issue 23).
     pub sendfile: bool,
-    /// Write large uploads to local disks around the page cache (`O_DIRECT`) when the client
-    /// announced their size with `ALLO` (on by default; `haul serve --no-direct-io` turns it
-    /// off).
+    /// Write large new uploads to local disks around the page cache (`O_DIRECT`) when the
+    /// client announced their size with `ALLO` and pipelined a `CKSM XXHC` behind the `STOR`,
+    /// so nothing reads them back (on by default; `haul serve --no-direct-io` turns it off).
     pub direct_io: bool,
     /// What carries out commands on nested URLs (`ftp://relay/ftp://origin/path`); without
     /// one, such commands are refused (`haul serve --relay-allow` gives one).

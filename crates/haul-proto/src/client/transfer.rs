@@ -285,8 +285,9 @@ impl Transfers {
     }
 
     /// The next command to write, if the window allows one: a file's commands are `ALLO` (with
-    /// [`FileOp::allocate`], uploads only), `REST` (with [`FileOp::restart`]), `RETR` / `ERET` / `STOR`, `CKSM` (with [`FileOp::cksm`]), and a
-    /// file starts only while fewer than `window` files are in flight.
+    /// [`FileOp::allocate`], uploads only), `REST` (with [`FileOp::restart`]), `RETR` / `ERET`
+    /// / `STOR`, `CKSM` (with [`FileOp::cksm`]), and a file starts only while fewer than
+    /// `window` files are in flight.
     pub fn poll_command(&mut self) -> Option<Command> {
         let in_flight = self.in_flight();
         let i = self.slots.iter().position(|s| s.next_kind().is_some())?;

@@ -108,10 +108,9 @@ impl Session {
     }
 
     /// Stores `path` (after `ALLO` with `allocate` and `REST` with `restart`, when given) with
-    /// `p`'s streams: `started` is
-    /// called once the next hop opened the data phase, then `send` moves the data on the data
-    /// connections (ending with the EODs and the EOF). Fails with the next hop's refusal or
-    /// `send`'s error.
+    /// `p`'s streams: `started` is called once the next hop opened the data phase, then `send`
+    /// moves the data on the data connections (ending with the EODs and the EOF). Fails with
+    /// the next hop's refusal or `send`'s error.
     pub fn store_from(
         &mut self,
         path: &str,

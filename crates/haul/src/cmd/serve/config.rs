@@ -40,8 +40,9 @@ pub struct Opts {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub sendfile: bool,
-    /// Write large uploads (an `ALLO` of 64 MiB or more) to local disks through the page cache,
-    /// as smaller ones are, instead of around it (`O_DIRECT`).
+    /// Write large uploads (an `ALLO` of 64 MiB or more, with a pipelined `CKSM XXHC`, as
+    /// `haul cp` sends them) to local disks through the page cache, as other uploads are,
+    /// instead of around it (`O_DIRECT`).
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_direct_io: bool,
