@@ -107,8 +107,8 @@ fn direct_upload(virt: &str, file: &File, size: u64, alg: Option<Algorithm>) -> 
         return None;
     }
     let d = DirectFile::reopen(file.try_clone().ok()?).ok()?;
-    d.reserve(size);
-    tracing::debug!(path = %virt, size, "upload written around the page cache (O_DIRECT)");
+    let reserved = d.reserve(size);
+    tracing::debug!(path = %virt, size, reserved, "upload written around the page cache (O_DIRECT)");
     Some(d)
 }
 

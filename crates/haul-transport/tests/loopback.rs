@@ -231,18 +231,7 @@ fn the_alignment_rule() {
 /// it, and every byte recorded as received.
 #[test]
 fn a_direct_file_receives_four_streams_whole() {
-    let d = tempfile::tempdir().unwrap();
-    let path = d.path().join("out.bin");
-    let file = std::fs::File::create(&path).unwrap();
-    if on_tmpfs(&file) {
-        eprintln!(
-            "SKIP: {} is on tmpfs, where O_DIRECT has no disk to go to",
-            d.path().display()
-        );
-        return;
-    }
-    let Ok(direct) = DirectFile::open(file, &path) else {
-        eprintln!("SKIP: {} refuses O_DIRECT", d.path().display());
+    let Some((_d, path, direct)) = direct_file() else {
         return;
     };
     let tail = 12_345;
@@ -262,6 +251,60 @@ fn a_direct_file_receives_four_streams_whole() {
         "{around} of {} bytes went around the cache",
         want.len()
     );
+}
+
+/// A reservation is made on disk when it leaves the file system its spare, and refused (the
+/// file left as it was) when it would take the disk's last free space.
+#[test]
+fn a_reservation_is_bounded_by_the_free_space() {
+    let Some((d, path, direct)) = direct_file() else {
+        return;
+    };
+    let free = free_bytes(d.path());
+    assert!(!direct.reserve(free), "all of the {free} free bytes");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        0,
+        "nothing reserved"
+    );
+    assert!(!direct.reserve(u64::MAX), "more than a file can be");
+    if free < (4 << 30) {
+        eprintln!("SKIP (the positive half): only {free} bytes free");
+        return;
+    }
+    assert!(direct.reserve(64 << 20), "64 MiB of {free} free bytes");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 64 << 20);
+}
+
+/// A new file in a temporary directory opened as a [`DirectFile`]; None (after saying why)
+/// where the directory's file system has no disk or refuses `O_DIRECT`.
+fn direct_file() -> Option<(tempfile::TempDir, std::path::PathBuf, DirectFile)> {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("out.bin");
+    let file = std::fs::File::create(&path).unwrap();
+    if on_tmpfs(&file) {
+        eprintln!(
+            "SKIP: {} is on tmpfs, where O_DIRECT has no disk to go to",
+            d.path().display()
+        );
+        return None;
+    }
+    let Ok(direct) = DirectFile::open(file, &path) else {
+        eprintln!("SKIP: {} refuses O_DIRECT", d.path().display());
+        return None;
+    };
+    Some((d, path, direct))
+}
+
+/// The bytes available to an unprivileged writer on `dir`'s file system (`df`'s "Avail").
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines().nth(1).unwrap().trim().parse().unwrap()
 }
 
 /// A sink whose writes wait (as `DirectFile`'s do), failing the write that covers one offset.

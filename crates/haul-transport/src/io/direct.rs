@@ -82,16 +82,46 @@ impl DirectFile {
     }
 
     /// Reserves the file's `len` bytes on disk up front, so the parallel writes that fill it
-    /// need not extend it one by one. Best effort: a file system without `fallocate` just
-    /// grows the file as it is written.
-    pub fn reserve(&self, len: u64) {
+    /// need not extend it one by one. Best effort, and bounded: a file system without
+    /// `fallocate` just grows the file as it is written, and a reservation that would leave
+    /// less than [`reserve_fits`]'s spare free is not made (the bytes announced are a peer's
+    /// word; they are written as they come instead). True when the space was reserved.
+    pub fn reserve(&self, len: u64) -> bool {
         use std::os::fd::AsRawFd;
-        let Ok(len) = libc::off_t::try_from(len) else {
-            return;
+        let fd = self.buffered.as_raw_fd();
+        let Ok(at) = libc::off_t::try_from(len) else {
+            return false;
         };
+        // SAFETY: a zeroed statvfs is a valid value for fstatvfs to overwrite.
+        let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid open descriptor and a pointer to a statvfs we own.
+        if unsafe { libc::fstatvfs(fd, &mut vfs) } != 0 {
+            return false;
+        }
+        let frag = vfs.f_frsize;
+        let free = vfs.f_bavail.saturating_mul(frag);
+        let total = vfs.f_blocks.saturating_mul(frag);
+        if !reserve_fits(len, free, total) {
+            return false;
+        }
         // SAFETY: a valid open descriptor; mode 0 only allocates blocks and sets the size.
-        let _ = unsafe { libc::fallocate(self.buffered.as_raw_fd(), 0, 0, len) };
+        unsafe { libc::fallocate(fd, 0, 0, at) == 0 }
     }
+}
+
+/// The least a reservation leaves free on its file system: [`RESERVE_SPARE_SHARE`] of it, at
+/// least this many bytes.
+pub const RESERVE_SPARE_MIN: u64 = 1 << 30;
+
+/// The share of a file system a reservation leaves free (see [`RESERVE_SPARE_MIN`]).
+pub const RESERVE_SPARE_SHARE: f64 = 0.05;
+
+/// Whether reserving `len` bytes on a file system of `total` bytes with `free` available
+/// leaves its spare free: a peer's announced size may hold disk only while everyone else
+/// keeps room (a reservation is held for the whole transfer, even one that then sends less).
+pub fn reserve_fits(len: u64, free: u64, total: u64) -> bool {
+    let spare = RESERVE_SPARE_MIN.max((total as f64 * RESERVE_SPARE_SHARE) as u64);
+    free.checked_sub(spare).is_some_and(|room| len <= room)
 }
 
 /// How many bytes of `file` are in the page cache now (`mincore` over a mapping of it): what
@@ -170,5 +200,37 @@ impl DirectFile {
         }
         let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
         self.buffered.write_all_at(buf, offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const G: u64 = 1 << 30;
+
+    #[test]
+    fn a_reservation_leaves_the_spare_free() {
+        // 100 GiB file system: the spare is 5 GiB.
+        assert!(reserve_fits(10 * G, 20 * G, 100 * G));
+        assert!(reserve_fits(15 * G, 20 * G, 100 * G));
+        assert!(!reserve_fits(15 * G + 1, 20 * G, 100 * G));
+        // 4 GiB file system: the spare is its 1 GiB floor.
+        assert!(reserve_fits(G, 2 * G, 4 * G));
+        assert!(!reserve_fits(G + 1, 2 * G, 4 * G));
+        // Less free than the spare: nothing fits, not even an empty file's worth past it.
+        assert!(!reserve_fits(1, G / 2, 4 * G));
+        assert!(reserve_fits(0, G, 4 * G));
+    }
+
+    proptest! {
+        #[test]
+        fn what_fits_leaves_at_least_the_spare(len: u64, free: u64, total: u64) {
+            if reserve_fits(len, free, total) {
+                prop_assert!(free - len >= RESERVE_SPARE_MIN);
+                prop_assert!((free - len) as f64 >= total as f64 * RESERVE_SPARE_SHARE - 1.0);
+            }
+        }
     }
 }

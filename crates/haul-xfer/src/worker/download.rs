@@ -107,8 +107,9 @@ fn direct(
         return Err(file);
     }
     let d = DirectFile::open(file, path)?;
-    d.reserve(size);
+    let reserved = d.reserve(size);
     tracing::debug!(
+        reserved,
         "{}: written around the page cache (O_DIRECT)",
         path.display()
     );
