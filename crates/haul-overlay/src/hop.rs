@@ -43,6 +43,9 @@ pub struct NextHopSession {
     /// None once a failure left it unusable.
     session: Option<Session>,
     leg: LegParams,
+    /// The XXHC digest the next hop gave for the file just stored (see
+    /// `Session::store_from`): the path, and the digest, for the client's `CKSM` after it.
+    stored_digest: Option<(String, String)>,
     /// Its place among the relay's sessions.
     _slot: Slot,
 }
@@ -63,6 +66,7 @@ impl NextHopSession {
             name,
             session: Some(session),
             leg,
+            stored_digest: None,
             _slot: slot,
         }
     }
@@ -144,6 +148,9 @@ impl Hop for NextHopSession {
     }
 
     fn command(&mut self, cmd: &Command) -> Reply {
+        if let Some(digest) = self.stored_digest_for(cmd) {
+            return Reply::new(213, digest);
+        }
         let s = match self.session() {
             Ok(s) => s,
             Err(r) => return r,
@@ -227,6 +234,7 @@ impl Hop for NextHopSession {
             pump.drain(conns, Framing::Extended { close: false }, &progress)
         };
         let t = Instant::now();
+        self.stored_digest = None;
         let r = self.session()?.store_from(
             &st.path,
             held(&st.restart),
@@ -236,11 +244,29 @@ impl Hop for NextHopSession {
             &send,
         );
         match r {
-            Ok(()) => {
+            Ok(digest) => {
                 self.log_leg("store", &st.path, progress.bytes(), t, streams);
+                self.stored_digest = digest.map(|d| (st.path.clone(), d));
                 Ok(())
             }
             Err(e) => Err(self.failure(&e)),
+        }
+    }
+}
+
+impl NextHopSession {
+    /// The digest the next hop already gave for `cmd`, when it asks for the whole file just
+    /// stored as XXHC: the answer, once (any other command forgets it).
+    fn stored_digest_for(&mut self, cmd: &Command) -> Option<String> {
+        let (path, digest) = self.stored_digest.take()?;
+        match cmd {
+            Command::Cksm {
+                algorithm,
+                offset: 0,
+                length: None,
+                path: p,
+            } if algorithm.eq_ignore_ascii_case("XXHC") && *p == path => Some(digest),
+            _ => None,
         }
     }
 }

@@ -5,21 +5,29 @@
 //! slowest stream; what waits is bounded by the pump's capacity, and a full pump holds the
 //! receiving leg back (TCP flow control carries that to its sender), so a slow leg slows the
 //! other and memory stays bounded. An error on either side stops both.
+//!
+//! In MODE E the sending leg keeps each XXHC chunk ([`CHUNK`] bytes from offset 0) on one of
+//! its streams, in the order its pieces came, as `mode_e::send` does for a file: a receiver
+//! that hashes the chunks as they land (a haul server asked for `CKSM XXHC` behind the `STOR`)
+//! then never has to read a chunk's early bytes back from its disk. A stream takes the first
+//! queued piece of a chunk no other stream is sending, so none idles while one is queued.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use haul_proto::mode_e::{Header, HEADER_LEN, MAX_BLOCK};
 
+use crate::checksum::chunked::CHUNK;
 use crate::io::Sink;
 use crate::mode_e::Progress;
 use crate::Conn;
 
 /// Largest piece queued at once: a larger write is split, so one write can never need more
-/// than the pump holds.
+/// than the pump holds; pieces end at multiples of it, which are XXHC chunk boundaries.
 const PIECE: usize = 1 << 20;
+const _: () = assert!(CHUNK.is_multiple_of(PIECE as u64));
 
 /// One queued piece: its offset and a buffer whose first [`HEADER_LEN`] bytes are room for
 /// its MODE E header.
@@ -45,6 +53,31 @@ struct State {
     failed: Option<String>,
     /// Emptied buffers, reused by the next writes.
     spare: Vec<Vec<u8>>,
+    /// The chunks a sending stream has started and not finished: the stream, and the bytes
+    /// of the chunk it has taken.
+    owners: HashMap<u64, (usize, u64)>,
+}
+
+impl State {
+    /// The first queued piece `stream` may send: one of a chunk it holds or no stream does.
+    fn pop_for(&mut self, stream: usize) -> Option<Piece> {
+        let owners = &self.owners;
+        let at = self.queue.iter().position(|p| {
+            owners
+                .get(&(p.offset / CHUNK))
+                .is_none_or(|&(s, _)| s == stream)
+        })?;
+        let p = self.queue.remove(at)?;
+        let chunk = p.offset / CHUNK;
+        let taken = &mut self.owners.entry(chunk).or_insert((stream, 0)).1;
+        *taken += p.len() as u64;
+        // The chunk's last piece: it is free again (a short last chunk of a file stays held,
+        // which costs one entry).
+        if *taken >= CHUNK || (p.offset + p.len() as u64).is_multiple_of(CHUNK) {
+            self.owners.remove(&chunk);
+        }
+        Some(p)
+    }
 }
 
 /// The buffer between a relay's legs. Shared by reference between the two legs' threads.
@@ -138,21 +171,38 @@ impl Pump {
         }
         st.queue.push_back(Piece { offset, buf });
         drop(st);
-        self.ready.notify_one();
+        // Every waiting stream looks: the piece may be one only a particular stream may take.
+        self.ready.notify_all();
         Ok(())
     }
 
     /// The next piece, waiting for one; `None` once the input has ended and the queue is empty.
     fn take(&self) -> io::Result<Option<Piece>> {
+        self.take_when(|st| st.queue.pop_front())
+    }
+
+    /// The next piece sending stream `stream` may send (see [`State::pop_for`]), waiting for
+    /// one; `None` once the input has ended and the queue is empty.
+    fn take_for(&self, stream: usize) -> io::Result<Option<Piece>> {
+        self.take_when(|st| st.pop_for(stream))
+    }
+
+    fn take_when(&self, pop: impl Fn(&mut State) -> Option<Piece>) -> io::Result<Option<Piece>> {
         let mut st = self.lock();
         loop {
             if let Some(why) = &st.failed {
                 return Err(Self::stopped(why));
             }
-            if let Some(p) = st.queue.pop_front() {
+            if let Some(p) = pop(&mut st) {
+                if st.closed && st.queue.is_empty() {
+                    // The last piece: streams waiting for one of theirs can end now.
+                    self.ready.notify_all();
+                }
                 return Ok(Some(p));
             }
-            if st.closed {
+            // Pieces held for other streams are theirs to send: this one is done only when
+            // nothing is left at all.
+            if st.closed && st.queue.is_empty() {
                 return Ok(None);
             }
             st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -222,13 +272,15 @@ impl Pump {
         progress: &Progress,
     ) -> io::Result<()> {
         let eods = conns.len() as u64;
+        // Chunks are held by this drain's streams only.
+        self.lock().owners.clear();
         std::thread::scope(|s| {
             let handles: Vec<_> = conns
                 .iter_mut()
                 .enumerate()
                 .map(|(i, conn)| {
                     s.spawn(move || {
-                        let r = self.drain_one(conn, (i == 0).then_some(eods), close, progress);
+                        let r = self.drain_one(conn, i, (i == 0).then_some(eods), close, progress);
                         if let Err(e) = &r {
                             self.fail(format!("sending leg: {e}"));
                         }
@@ -252,11 +304,12 @@ impl Pump {
     fn drain_one(
         &self,
         conn: &mut Conn,
+        stream: usize,
         eof: Option<u64>,
         close: bool,
         progress: &Progress,
     ) -> io::Result<()> {
-        while let Some(mut p) = self.take()? {
+        while let Some(mut p) = self.take_for(stream)? {
             let n = p.len() as u64;
             debug_assert!(n <= MAX_BLOCK);
             p.buf[..HEADER_LEN].copy_from_slice(&Header::data(p.offset, n).encode());
@@ -282,9 +335,14 @@ impl Pump {
 
 /// The receiving leg writes into the pump.
 impl Sink for Pump {
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        for (i, piece) in buf.chunks(PIECE).enumerate() {
-            self.push(piece, offset + (i * PIECE) as u64)?;
+    fn write_at(&self, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+        // Cut at multiples of PIECE in the file, so no piece spans two XXHC chunks.
+        while !buf.is_empty() {
+            let to_edge = PIECE as u64 - offset % PIECE as u64;
+            let n = buf.len().min(to_edge as usize);
+            self.push(&buf[..n], offset)?;
+            buf = &buf[n..];
+            offset += n as u64;
         }
         Ok(())
     }

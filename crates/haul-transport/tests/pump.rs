@@ -172,3 +172,91 @@ fn a_failed_receiving_leg_ends_the_sending_leg_without_an_eof() {
     let r = mode_e::receive(far, None, &got, &Progress::default(), None, 64 << 10);
     assert!(r.is_err(), "a failed relay must not look complete");
 }
+
+/// Reads MODE E blocks off one connection until its EOD: (offset, length) of each data block.
+fn blocks_on(mut c: Conn) -> Vec<(u64, u64)> {
+    use haul_proto::mode_e::{Descriptor, Header, HEADER_LEN};
+    use std::io::Read;
+    let mut seen = Vec::new();
+    loop {
+        let mut h = [0u8; HEADER_LEN];
+        c.read_exact(&mut h).unwrap();
+        let h = Header::decode(&h).unwrap();
+        if h.count > 0 {
+            let mut payload = vec![0u8; h.count as usize];
+            c.read_exact(&mut payload).unwrap();
+            seen.push((h.offset, h.count));
+        }
+        if h.descriptor.has(Descriptor::EOD) {
+            return seen;
+        }
+    }
+}
+
+/// Whatever streams the blocks come in on, the sending leg keeps each 1 MiB XXHC chunk on one
+/// stream, in order, so a receiver hashing chunks as they land never reads one back; and the
+/// streams share the chunks out rather than one taking them all.
+#[test]
+fn each_xxhc_chunk_leaves_on_one_stream_in_order() {
+    use haul_transport::checksum::chunked::CHUNK;
+    let file = data(12 * CHUNK as usize + 4321, 9);
+    let (mut origin, relay_in) = pairs(4);
+    let (mut relay_out, client) = pairs(4);
+    let pump = Pump::new(4 << 20);
+    let per_stream: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
+        s.spawn(|| {
+            let r = [(0, file.len() as u64)];
+            mode_e::send(
+                &mut origin,
+                &file.to_vec(),
+                &r,
+                256 << 10,
+                &Progress::default(),
+                true,
+            )
+            .unwrap();
+        });
+        s.spawn(|| {
+            let p = Progress::default();
+            mode_e::receive(relay_in, Some(&NoMore), &pump, &p, None, 256 << 10).unwrap();
+            pump.close();
+        });
+        s.spawn(|| {
+            let f = Framing::Extended { close: true };
+            pump.drain(&mut relay_out, f, &Progress::default()).unwrap();
+        });
+        let readers: Vec<_> = client
+            .into_iter()
+            .map(|c| s.spawn(|| blocks_on(c)))
+            .collect();
+        readers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut owner = std::collections::HashMap::new();
+    let mut total = 0;
+    for (stream, blocks) in per_stream.iter().enumerate() {
+        let mut next_in_chunk = std::collections::HashMap::new();
+        for &(offset, len) in blocks {
+            let chunk = offset / CHUNK;
+            assert_eq!(
+                offset / CHUNK,
+                (offset + len - 1) / CHUNK,
+                "a block within one chunk"
+            );
+            let o = *owner.entry(chunk).or_insert(stream);
+            assert_eq!(
+                o, stream,
+                "chunk {chunk} went out on streams {o} and {stream}"
+            );
+            let want = next_in_chunk.entry(chunk).or_insert(chunk * CHUNK);
+            assert_eq!(offset, *want, "chunk {chunk}'s blocks in order");
+            *want = offset + len;
+            total += len;
+        }
+    }
+    assert_eq!(total, file.len() as u64, "every byte sent once");
+    let used = per_stream.iter().filter(|b| !b.is_empty()).count();
+    assert!(
+        used >= 2,
+        "the chunks were shared out: {used} of 4 streams used"
+    );
+}

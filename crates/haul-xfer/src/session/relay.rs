@@ -111,6 +111,11 @@ impl Session {
     /// `p`'s streams: `started` is called once the next hop opened the data phase, then `send`
     /// moves the data on the data connections (ending with the EODs and the EOF). Fails with
     /// the next hop's refusal or `send`'s error.
+    ///
+    /// A whole new file to a next hop that offers XXHC gets `CKSM XXHC` pipelined behind its
+    /// `STOR`, as `haul cp` sends it, so the next hop hashes the chunks as they land (and may
+    /// write a large file around its page cache) instead of reading the file back when the
+    /// client asks; the digest is returned, for the relay to answer that `CKSM` with.
     pub fn store_from(
         &mut self,
         path: &str,
@@ -119,18 +124,22 @@ impl Session {
         p: &DataParams,
         started: &dyn Fn(),
         send: &(dyn Fn(&mut [Conn]) -> std::io::Result<()> + Sync),
-    ) -> Result<(), XferError> {
+    ) -> Result<Option<String>, XferError> {
         self.usable()?;
         self.ready_upload(p)?;
+        let xxhc = haul_transport::checksum::Algorithm::Xxhc.name();
+        let cksm =
+            (restart.is_none() && self.ctl.features.has_cksm(xxhc)).then(|| xxhc.to_string());
         let mut t = Transfers::new(1);
         t.push(FileOp {
             direction: Direction::Put,
             path: path.to_string(),
             eret: None,
             restart,
-            cksm: None,
+            cksm,
             allocate,
         });
+        let mut digest = None;
         self.ctl.send_due(&mut t)?;
         let progress = Progress::default();
         loop {
@@ -148,7 +157,14 @@ impl Session {
                         .map_err(|e| XferError::io(&format!("sending {path}"), e))?;
                     end?;
                 }
-                FileEvent::Done { .. } => return Ok(()),
+                FileEvent::Checksum { digest: d, .. } => digest = Some(d),
+                FileEvent::Done { .. } => return Ok(digest),
+                // The file landed; only the digest asked for on the way was refused: the
+                // client's own CKSM goes to the next hop as it comes.
+                FileEvent::Failed {
+                    command: Command::Cksm { .. },
+                    ..
+                } => return Ok(None),
                 FileEvent::Failed { command, reply, .. } => {
                     return Err(XferError::from_reply(&self.ctl.name, &command, &reply));
                 }
