@@ -71,9 +71,10 @@ impl State {
         let chunk = p.offset / CHUNK;
         let taken = &mut self.owners.entry(chunk).or_insert((stream, 0)).1;
         *taken += p.len() as u64;
-        // The chunk's last piece: it is free again (a short last chunk of a file stays held,
-        // which costs one entry).
-        if *taken >= CHUNK || (p.offset + p.len() as u64).is_multiple_of(CHUNK) {
+        // Every byte of the chunk taken, in whatever order its pieces came: it is free again
+        // (a short last chunk of a file, or one a restart sends only part of, stays held,
+        // which costs an entry each).
+        if *taken >= CHUNK {
             self.owners.remove(&chunk);
         }
         Some(p)
