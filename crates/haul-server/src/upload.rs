@@ -97,10 +97,9 @@ fn disk_full(e: &io::Error) -> bool {
 /// A new upload of `size` announced bytes (`ALLO`) written around the page cache, when it is
 /// large, on a local disk, and its digest is already asked for as XXHC (a `CKSM XXHC`
 /// pipelined behind the `STOR`, as `haul cp` and a haul relay send it), so its chunks are
-/// hashed as they land
-/// and nothing reads the file back: reserved on disk and opened a second time with `O_DIRECT`
-/// (see [`DirectFile`]). None otherwise: a digest asked for after the upload (by
-/// `globus-url-copy -verify-checksum`, gfal2) reads the file back, which the page
+/// hashed as they land and nothing reads the file back: reserved on disk and opened a second
+/// time with `O_DIRECT` (see [`DirectFile`]). None otherwise: a digest asked for after the
+/// upload (by `globus-url-copy -verify-checksum`, gfal2) reads the file back, which the page
 /// cache answers at memory speed and the disk at a fraction of it.
 fn direct_upload(virt: &str, file: &File, size: u64, alg: Option<Algorithm>) -> Option<DirectFile> {
     let inline = alg == Some(Algorithm::Xxhc);

@@ -39,21 +39,6 @@ impl DirectFile {
     /// Opens `path` (already open as `buffered`) a second time with `O_DIRECT`; gives
     /// `buffered` back when its file system refuses that.
     pub fn open(buffered: File, path: &Path) -> Result<DirectFile, File> {
-        DirectFile::pair(buffered, path)
-    }
-
-    /// Opens the very file `buffered` is open on a second time with `O_DIRECT`, through
-    /// `/proc/self/fd` rather than a path (which a server confined to a tree must not walk
-    /// again: a link swapped in since would lead elsewhere); gives `buffered` back when that
-    /// fails.
-    pub fn reopen(buffered: File) -> Result<DirectFile, File> {
-        use std::os::fd::AsRawFd;
-        let me = format!("/proc/self/fd/{}", buffered.as_raw_fd());
-        DirectFile::pair(buffered, Path::new(&me))
-    }
-
-    /// `buffered` with `path` opened for writing with `O_DIRECT` beside it.
-    fn pair(buffered: File, path: &Path) -> Result<DirectFile, File> {
         let opened = std::fs::OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_DIRECT)
@@ -68,6 +53,16 @@ impl DirectFile {
             }),
             Err(_) => Err(buffered),
         }
+    }
+
+    /// Opens the very file `buffered` is open on a second time with `O_DIRECT`, through
+    /// `/proc/self/fd` rather than a path (which a server confined to a tree must not walk
+    /// again: a link swapped in since would lead elsewhere); gives `buffered` back when that
+    /// fails.
+    pub fn reopen(buffered: File) -> Result<DirectFile, File> {
+        use std::os::fd::AsRawFd;
+        let me = format!("/proc/self/fd/{}", buffered.as_raw_fd());
+        DirectFile::open(buffered, Path::new(&me))
     }
 
     /// The end of the furthest byte written so far: after [`DirectFile::reserve`] made the
