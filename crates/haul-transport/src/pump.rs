@@ -29,6 +29,12 @@ use crate::Conn;
 const PIECE: usize = 1 << 20;
 const _: () = assert!(CHUNK.is_multiple_of(PIECE as u64));
 
+/// Chunks held for a sending stream at once, at most. A sender's chunks in flight number about
+/// its streams plus what the pump holds; a peer sending a byte here and there of many chunks
+/// would otherwise grow the map without bound. Past it, a new chunk's pieces go to whichever
+/// stream is free, as before chunks were held (the next hop then reads the early ones back).
+const MAX_HELD: usize = 1024;
+
 /// One queued piece: its offset and a buffer whose first [`HEADER_LEN`] bytes are room for
 /// its MODE E header.
 struct Piece {
@@ -69,13 +75,17 @@ impl State {
         })?;
         let p = self.queue.remove(at)?;
         let chunk = p.offset / CHUNK;
-        let taken = &mut self.owners.entry(chunk).or_insert((stream, 0)).1;
-        *taken += p.len() as u64;
-        // Every byte of the chunk taken, in whatever order its pieces came: it is free again
-        // (a short last chunk of a file, or one a restart sends only part of, stays held,
-        // which costs an entry each).
-        if *taken >= CHUNK {
-            self.owners.remove(&chunk);
+        let len = p.len() as u64;
+        if let Some((_, taken)) = self.owners.get_mut(&chunk) {
+            *taken += len;
+            // Every byte of the chunk taken, in whatever order its pieces came: it is free
+            // again (a short last chunk of a file, or one a restart sends only part of, stays
+            // held, which costs an entry each).
+            if *taken >= CHUNK {
+                self.owners.remove(&chunk);
+            }
+        } else if len < CHUNK && self.owners.len() < MAX_HELD {
+            self.owners.insert(chunk, (stream, len));
         }
         Some(p)
     }
@@ -346,5 +356,50 @@ impl Sink for Pump {
             offset += n as u64;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(offset: u64, len: usize) -> Piece {
+        Piece {
+            offset,
+            buf: vec![0; HEADER_LEN + len],
+        }
+    }
+
+    /// A peer sending one byte of each of many chunks holds at most `MAX_HELD` of them, and a
+    /// whole chunk in one piece is never held.
+    #[test]
+    fn held_chunks_are_bounded() {
+        let mut st = State::default();
+        for k in 0..(3 * MAX_HELD as u64) {
+            st.queue.push_back(piece(k * CHUNK, 1));
+        }
+        st.queue
+            .push_back(piece(5 * MAX_HELD as u64 * CHUNK, CHUNK as usize));
+        while st.pop_for(0).is_some() {}
+        assert_eq!(st.owners.len(), MAX_HELD);
+    }
+
+    /// A chunk's pieces stay with the stream that took the first, in any order, until every
+    /// byte is taken; then another stream may take the next piece at that offset's chunk.
+    #[test]
+    fn a_chunk_is_held_until_all_its_bytes_are_taken() {
+        let half = CHUNK as usize / 2;
+        let mut st = State::default();
+        st.queue.push_back(piece(CHUNK / 2, half));
+        st.queue.push_back(piece(0, half));
+        assert_eq!(st.pop_for(1).map(|p| p.offset), Some(CHUNK / 2));
+        assert!(
+            st.pop_for(0).is_none(),
+            "the rest of the chunk is stream 1's"
+        );
+        assert_eq!(st.pop_for(1).map(|p| p.offset), Some(0));
+        assert!(st.owners.is_empty(), "every byte taken: free again");
+        st.queue.push_back(piece(0, half));
+        assert_eq!(st.pop_for(0).map(|p| p.offset), Some(0));
     }
 }
